@@ -1,0 +1,248 @@
+"""The Python builder: write an rlx function op by op, shapes inferred.
+
+>>> import rlx_mlir as rlx
+>>> b = rlx.Builder("mlp")
+>>> x = b.input("x", (4, 3))
+>>> w = b.param("w", (3, 2))
+>>> y = b.relu(x @ w)
+>>> b.ret(b.reduce_sum(y, axes=[0, 1]))
+>>> print(b.module)  # doctest: +ELLIPSIS
+builtin.module {
+  func.func @mlp(%x: tensor<4x3xf32> {rlx.name = "x"}, ...
+
+Every ``rlx.<op>`` is a method (``b.softmax(x, axis=-1)``, ``b.attention(q, k, v,
+num_heads=4, head_dim=16, mask_kind="causal")``); operands first, attributes as
+keywords. Tensors support ``+ - * / @ ** -x`` and ``.T``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from rlx_mlir.diagnostics import RlxError, loc_from_attr, make_loc
+from rlx_mlir.dialects import op_by_name
+from rlx_mlir.dialects.base import (
+    NUMPY_DTYPES,
+    dtype_of,
+    shape_of,
+    tensor,
+    to_attr,
+)
+from rlx_mlir.ir import to_text
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_location():
+    """The first stack frame outside rlx_mlir: the user's line, for diagnostics."""
+    frame = inspect.currentframe()
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        _PACKAGE_DIR
+    ):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return make_loc(frame.f_code.co_filename, frame.f_lineno, 1)
+
+
+class Tensor:
+    """A value under construction: wraps an SSA value and its builder."""
+
+    __array_priority__ = 1000  # numpy defers ``ndarray + Tensor`` to us
+
+    def __init__(self, builder: Builder, value: SSAValue):
+        self.builder = builder
+        self.value = value
+
+    @property
+    def type(self) -> TensorType:
+        return self.value.type  # type: ignore[return-value]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return shape_of(self.type)
+
+    @property
+    def dtype(self) -> str:
+        return dtype_of(self.type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.type})"
+
+    def _lift(self, other: Any) -> Tensor:
+        """Python scalars and numpy arrays become constants of this tensor's dtype."""
+        if isinstance(other, Tensor):
+            return other
+        return self.builder.constant(np.asarray(other), self.dtype)
+
+    def __add__(self, o):
+        return self.builder.add(self, self._lift(o))
+
+    def __radd__(self, o):
+        return self.builder.add(self._lift(o), self)
+
+    def __sub__(self, o):
+        return self.builder.sub(self, self._lift(o))
+
+    def __rsub__(self, o):
+        return self.builder.sub(self._lift(o), self)
+
+    def __mul__(self, o):
+        return self.builder.mul(self, self._lift(o))
+
+    def __rmul__(self, o):
+        return self.builder.mul(self._lift(o), self)
+
+    def __truediv__(self, o):
+        return self.builder.div(self, self._lift(o))
+
+    def __rtruediv__(self, o):
+        return self.builder.div(self._lift(o), self)
+
+    def __pow__(self, o):
+        return self.builder.pow(self, self._lift(o))
+
+    def __matmul__(self, o):
+        return self.builder.matmul(self, o)
+
+    def __neg__(self):
+        return self.builder.neg(self)
+
+    @property
+    def T(self) -> Tensor:
+        """Swap the last two axes."""
+        perm = list(range(self.ndim))
+        perm[-2:] = perm[-2:][::-1]
+        return self.builder.transpose(self, perm=perm)
+
+
+class Builder:
+    """Builds one ``func.func`` (``name``) into ``module`` (a new one by default)."""
+
+    def __init__(self, name: str = "main", module: ModuleOp | None = None):
+        self.name = name
+        self.module = module if module is not None else ModuleOp([])
+        self.block = Block()
+        self._arg_attrs: list[DictionaryAttr] = []
+        self._done = False
+
+    # -- arguments -----------------------------------------------------------
+    def input(self, name: str, shape: Sequence[int], dtype: str = "f32") -> Tensor:
+        """A runtime-fed argument (RLX's Input)."""
+        return self._arg(name, shape, dtype, param=False)
+
+    def param(self, name: str, shape: Sequence[int], dtype: str = "f32") -> Tensor:
+        """A trainable parameter (``rlx.param``): differentiated, shared under vmap."""
+        return self._arg(name, shape, dtype, param=True)
+
+    def _arg(self, name: str, shape: Sequence[int], dtype: str, param: bool) -> Tensor:
+        arg = self.block.insert_arg(tensor(shape, dtype), len(self.block.args))
+        arg.name_hint = name if name.isidentifier() else None
+        entries: dict[str, Any] = {"rlx.name": StringAttr(name)}
+        if param:
+            entries["rlx.param"] = UnitAttr()
+        self._arg_attrs.append(DictionaryAttr(entries))
+        return Tensor(self, arg)
+
+    # -- ops -----------------------------------------------------------------
+    def emit(self, op_name: str, *operands: Any, out: Sequence[TensorType] | None = None,
+             **attrs: Any) -> Tensor | tuple[Tensor, ...]:
+        """Append ``rlx.<op_name>`` with inferred result types."""
+        op_cls = op_by_name(op_name)
+        values = [self._value(o) for o in operands if o is not None]
+        loc = _user_location()
+        try:
+            op = op_cls.make(values, attrs, out)
+        except (VerifyException, TypeError) as e:
+            raise RlxError(f"'{op_cls.name}' op {e}", loc=loc_from_attr(loc)) from None
+        if loc is not None:
+            op.location = loc
+        self.block.add_op(op)
+        results = tuple(Tensor(self, r) for r in op.results)
+        return results[0] if len(results) == 1 else results
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            op_by_name(name)
+        except KeyError:
+            raise AttributeError(f"Builder has no method or rlx op named '{name}'") from None
+        return lambda *operands, **attrs: self.emit(name, *operands, **attrs)
+
+    def _value(self, o: Any) -> SSAValue:
+        if isinstance(o, Tensor):
+            if o.builder is not self:
+                raise RlxError("a Tensor from another Builder was used")
+            return o.value
+        if isinstance(o, np.ndarray):
+            return self.constant(o).value
+        raise TypeError(f"expected a Tensor or numpy array operand, got {type(o).__name__}")
+
+    # -- ops whose result type is not inferred from operands -----------------
+    def reshape(self, x: Tensor, shape: Sequence[int]) -> Tensor:
+        shape = _resolve_reshape(x.shape, shape)
+        return self.emit("reshape", x, out=[tensor(shape, x.dtype)])  # type: ignore[return-value]
+
+    def expand(self, x: Tensor, shape: Sequence[int]) -> Tensor:
+        return self.emit("expand", x, out=[tensor(shape, x.dtype)])  # type: ignore[return-value]
+
+    def cast(self, x: Tensor, dtype: str) -> Tensor:
+        return self.emit("cast", x, out=[tensor(x.shape, dtype)])  # type: ignore[return-value]
+
+    def constant(self, value: np.ndarray | float, dtype: str | None = None) -> Tensor:
+        array = np.asarray(value, dtype=NUMPY_DTYPES[dtype] if dtype else None)
+        if array.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
+            array = array.astype(np.float32)
+        return self.emit("constant", value=to_attr(array))  # type: ignore[return-value]
+
+    def full(self, shape: Sequence[int], value: float, dtype: str = "f32") -> Tensor:
+        return self.constant(np.full(tuple(shape), value, dtype=NUMPY_DTYPES[dtype]))
+
+    # -- finishing -----------------------------------------------------------
+    def ret(self, *values: Tensor) -> func.FuncOp:
+        """Return ``values`` and add the finished function to the module."""
+        if self._done:
+            raise RlxError(f"function @{self.name} was already returned")
+        self.block.add_op(func.ReturnOp(*[self._value(v) for v in values]))
+        inputs = [a.type for a in self.block.args]
+        outputs = [self._value(v).type for v in values]
+        f = func.FuncOp(
+            self.name, (inputs, outputs), Region(self.block),
+            arg_attrs=ArrayAttr(self._arg_attrs),
+        )
+        self.module.body.block.add_op(f)
+        self._done = True
+        return f
+
+    def __str__(self) -> str:
+        return to_text(self.module)
+
+
+def _resolve_reshape(src: Sequence[int], shape: Sequence[int]) -> tuple[int, ...]:
+    """numpy-style ``-1`` in a builder reshape (the IR itself only holds static dims)."""
+    shape = list(shape)
+    if shape.count(-1) == 1:
+        known = int(np.prod([d for d in shape if d != -1]))
+        shape[shape.index(-1)] = int(np.prod(src)) // max(known, 1)
+    return tuple(shape)

@@ -1,0 +1,74 @@
+"""MLIR-style diagnostics: ``file:line:col: error: message``.
+
+Every user-facing failure (parse error, verifier error, missing rule, bad
+runtime argument) is an :class:`RlxError` carrying a location; the command-line
+tools print it and exit with status 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
+from xdsl.ir import Attribute, Operation
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A position in a source file (1-based line and column)."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+def loc_from_attr(loc: Attribute | None) -> SourceLoc | None:
+    if isinstance(loc, FileLineColLoc):
+        return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+def loc_of(op: Operation | None) -> SourceLoc | None:
+    """The source location recorded on ``op`` (or its nearest located parent)."""
+    while op is not None:
+        found = loc_from_attr(op.location)
+        if found is not None:
+            return found
+        op = op.parent_op()
+    return None
+
+
+def make_loc(file: str, line: int, col: int) -> Attribute:
+    return FileLineColLoc(StringAttr(file), IntAttr(line), IntAttr(col))
+
+
+class RlxError(Exception):
+    """A located, user-facing error.
+
+    >>> str(RlxError("bad shape", loc=SourceLoc("m.mlir", 3, 7)))
+    'm.mlir:3:7: error: bad shape'
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        op: Operation | None = None,
+        loc: SourceLoc | None = None,
+        notes: tuple[str, ...] = (),
+    ):
+        super().__init__(message)
+        self.message = message
+        self.op = op
+        self.loc = loc if loc is not None else loc_of(op)
+        self.notes = notes
+
+    def __str__(self) -> str:
+        where = str(self.loc) if self.loc is not None else "<unknown>"
+        text = f"{where}: error: {self.message}"
+        for note in self.notes:
+            text += f"\n{where}: note: {note}"
+        return text

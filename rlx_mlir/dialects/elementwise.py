@@ -1,0 +1,352 @@
+"""Elementwise family: binary arithmetic, activations, compare, where, cast,
+stop_gradient and constant (SPEC 2.1.1-2.1.6).
+
+Binary ops, compare and where follow NumPy broadcasting::
+
+    %z = rlx.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    %p = rlx.compare %x, %y {predicate = "lt"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, result_def
+
+from rlx_mlir.dialects.base import (
+    FLOAT_DTYPES,
+    RlxOp,
+    ShapeError,
+    broadcast_shapes,
+    define_op,
+    dtype_of,
+    expect_same_dtype,
+    from_attr,
+    numpy_dtype,
+    require,
+    shape_of,
+    tensor,
+)
+from rlx_mlir.rules import INTERPRET
+
+# ---------------------------------------------------------------- binary
+
+
+class BinaryOp(RlxOp):
+    """``lhs op rhs`` with NumPy broadcasting; both operands share a dtype."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    DTYPES: ClassVar[tuple[str, ...]] = ("f32", "f64", "i32", "i64")
+    NUMPY_FN: ClassVar[Callable[[np.ndarray, np.ndarray], np.ndarray]]
+    ATTRS: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        dtype = expect_same_dtype(types, f"'{cls.name}' operands")
+        if dtype not in cls.DTYPES:
+            raise ShapeError(f"'{cls.name}' does not support element type {dtype}")
+        return [tensor(broadcast_shapes(shape_of(types[0]), shape_of(types[1])), dtype)]
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero; division by zero yields 0 (SPEC 2.1.1)."""
+    safe = np.where(b == 0, 1, b)
+    q = np.trunc(a / safe).astype(a.dtype)
+    return np.where(b == 0, 0, q)
+
+
+def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "i":
+        return np.power(a, np.maximum(b, 0))
+    return np.power(a, b)
+
+
+def _binary(name: str, fn: Callable, doc: str, dtypes: tuple[str, ...] | None = None):
+    extra = {"DTYPES": dtypes} if dtypes else {}
+    class_name = name.split(".")[1].title() + "Op"
+    return define_op(class_name, BinaryOp, name, doc, NUMPY_FN=staticmethod(fn), **extra)
+
+
+AddOp = _binary("rlx.add", np.add, "Elementwise ``lhs + rhs``.", ("f32", "f64", "i32", "i64", "c64"))
+SubOp = _binary("rlx.sub", np.subtract, "Elementwise ``lhs - rhs``.", ("f32", "f64", "i32", "i64", "c64"))
+MulOp = _binary("rlx.mul", np.multiply, "Elementwise ``lhs * rhs``.", ("f32", "f64", "i32", "i64", "c64"))
+DivOp = _binary(
+    "rlx.div",
+    lambda a, b: _int_div(a, b) if a.dtype.kind == "i" else np.divide(a, b),
+    "Elementwise ``lhs / rhs`` (integer division by zero gives 0).",
+    ("f32", "f64", "i32", "i64", "c64"),
+)
+MinOp = _binary("rlx.min", np.minimum, "Elementwise minimum.")
+MaxOp = _binary("rlx.max", np.maximum, "Elementwise maximum.")
+PowOp = _binary("rlx.pow", _pow, "Elementwise ``lhs ** rhs`` (integer exponents clamp at 0).")
+BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MinOp, MaxOp, PowOp)
+
+
+@INTERPRET.register(*BINARY_OPS)
+def _interpret_binary(op: BinaryOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return type(op).NUMPY_FN(a, b)
+
+
+# ---------------------------------------------------------------- activations
+
+
+class UnaryOp(RlxOp):
+    """An elementwise activation ``y = f(x)`` (same shape and dtype)."""
+
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    DTYPES: ClassVar[tuple[str, ...]] = FLOAT_DTYPES
+    NUMPY_FN: ClassVar[Callable[[np.ndarray], np.ndarray]]
+    FORMULA: ClassVar[str] = ""
+    ATTRS: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        dtype = dtype_of(types[0])
+        if dtype not in cls.DTYPES:
+            raise ShapeError(
+                f"'{cls.name}' does not support element type {dtype} "
+                f"(supported: {', '.join(cls.DTYPES)})"
+            )
+        return [types[0]]
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(x.dtype))
+
+
+def _gelu_approx(x: np.ndarray) -> np.ndarray:
+    c = math.sqrt(2.0 / math.pi)
+    return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))
+
+
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+ACTIVATIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    "relu": (lambda x: np.maximum(x, 0), "max(0, x)"),
+    "sigmoid": (_sigmoid, "1 / (1 + exp(-x))"),
+    "tanh": (np.tanh, "tanh(x)"),
+    "silu": (lambda x: x * _sigmoid(x), "x * sigmoid(x)"),
+    "gelu": (_gelu, "x/2 * (1 + erf(x / sqrt(2))) (exact)"),
+    "gelu_approx": (_gelu_approx, "x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),
+    "exp": (np.exp, "exp(x)"),
+    "log": (np.log, "ln(x)"),
+    "sqrt": (np.sqrt, "sqrt(x)"),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), "1 / sqrt(x)"),
+    "neg": (np.negative, "-x"),
+    "abs": (np.abs, "|x|"),
+    "sin": (np.sin, "sin(x)"),
+    "cos": (np.cos, "cos(x)"),
+    "tan": (np.tan, "tan(x)"),
+    "atan": (np.arctan, "atan(x)"),
+    "round": (_round_half_away, "round half away from zero"),
+}
+# Complex inputs are allowed for the activations with a natural extension (SPEC 2.1.2).
+_COMPLEX_OK = {"neg", "exp", "log", "sqrt"}
+_INT_OK = {"neg", "abs"}
+
+
+def _activation(kind: str):
+    fn, formula = ACTIVATIONS[kind]
+    dtypes = FLOAT_DTYPES + (("c64",) if kind in _COMPLEX_OK else ()) + (
+        ("i32", "i64") if kind in _INT_OK else ()
+    )
+    class_name = "".join(p.title() for p in kind.split("_")) + "Op"
+    return define_op(
+        class_name, UnaryOp, f"rlx.{kind}", f"Elementwise ``{formula}``.",
+        NUMPY_FN=staticmethod(fn), FORMULA=formula, DTYPES=dtypes,
+    )
+
+
+ACTIVATION_OPS: dict[str, type[UnaryOp]] = {k: _activation(k) for k in ACTIVATIONS}
+globals().update({cls.__name__: cls for cls in ACTIVATION_OPS.values()})
+ReluOp = ACTIVATION_OPS["relu"]
+ExpOp = ACTIVATION_OPS["exp"]
+LogOp = ACTIVATION_OPS["log"]
+NegOp = ACTIVATION_OPS["neg"]
+
+
+@INTERPRET.register(*ACTIVATION_OPS.values())
+def _interpret_activation(op: UnaryOp, x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return type(op).NUMPY_FN(x)
+
+
+# ---------------------------------------------------------------- compare / where
+
+PREDICATES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less,
+    "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+}
+
+
+@irdl_op_definition
+class CompareOp(RlxOp):
+    """``lhs <predicate> rhs`` elementwise with broadcasting; an i1 predicate.
+
+    ``predicate`` is one of eq, ne, lt, le, gt, ge. Not differentiable.
+    """
+
+    name = "rlx.compare"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {"predicate": "string: eq|ne|lt|le|gt|ge"}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        pred = require(attrs, "predicate", str)
+        if pred not in PREDICATES:
+            raise ShapeError(
+                f"unknown predicate '{pred}' (expected one of {', '.join(PREDICATES)})"
+            )
+        expect_same_dtype(types, "'rlx.compare' operands")
+        return [tensor(broadcast_shapes(shape_of(types[0]), shape_of(types[1])), "i1")]
+
+
+@INTERPRET.register(CompareOp)
+def _interpret_compare(op: CompareOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return PREDICATES[op.attr("predicate")](a, b)
+
+
+@irdl_op_definition
+class WhereOp(RlxOp):
+    """``cond ? on_true : on_false`` elementwise, all three broadcast together.
+
+    ``cond`` is i1 (or a numeric tensor where nonzero means true).
+    """
+
+    name = "rlx.where"
+    cond = operand_def(TensorType)
+    on_true = operand_def(TensorType)
+    on_false = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        dtype = expect_same_dtype(types[1:], "'rlx.where' values")
+        shape = broadcast_shapes(shape_of(types[0]), shape_of(types[1]))
+        return [tensor(broadcast_shapes(shape, shape_of(types[2])), dtype)]
+
+
+@INTERPRET.register(WhereOp)
+def _interpret_where(op: WhereOp, c: np.ndarray, t: np.ndarray, f: np.ndarray):
+    return np.where(c != 0, t, f)
+
+
+# ---------------------------------------------------------------- cast / stop_gradient
+
+_CASTABLE = ("f32", "f64", "i1", "i32", "i64")
+
+
+@irdl_op_definition
+class CastOp(RlxOp):
+    """Convert the element type; the target comes from the result type.
+
+    Float -> int rounds half away from zero; bool -> number is 0/1; number ->
+    bool is ``!= 0``. Every pair of f32, f64, i1, i32, i64 is a real conversion.
+    """
+
+    name = "rlx.cast"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    RESULT_FROM_TYPE: ClassVar[bool] = True
+    ATTRS: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        if out is None:
+            raise ShapeError("'rlx.cast' needs its result type")
+        src, dst = dtype_of(types[0]), dtype_of(out[0])
+        if src not in _CASTABLE or dst not in _CASTABLE:
+            raise ShapeError(f"cannot cast {src} to {dst}")
+        if shape_of(out[0]) != shape_of(types[0]):
+            raise ShapeError("'rlx.cast' keeps the shape: result shape differs from operand")
+        return [out[0]]
+
+
+@INTERPRET.register(CastOp)
+def _interpret_cast(op: CastOp, x: np.ndarray) -> np.ndarray:
+    target = numpy_dtype(op.result.type)
+    if x.dtype.kind == "f" and target.kind in "iu":
+        x = _round_half_away(x)
+    if target == np.bool_:
+        return x != 0
+    return x.astype(target)
+
+
+@irdl_op_definition
+class StopGradientOp(RlxOp):
+    """Identity forward; no gradient flows to the operand."""
+
+    name = "rlx.stop_gradient"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        return [types[0]]
+
+
+@INTERPRET.register(StopGradientOp)
+def _interpret_stop_gradient(op: StopGradientOp, x: np.ndarray) -> np.ndarray:
+    return x.copy()
+
+
+# ---------------------------------------------------------------- constant
+
+
+@irdl_op_definition
+class ConstantOp(RlxOp):
+    """A literal tensor: ``value`` is a dense elements attribute of the result type."""
+
+    name = "rlx.constant"
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {"value": "dense elements of the result type"}
+
+    @classmethod
+    def infer(cls, types, attrs: Mapping[str, Any], out: Sequence[TensorType] | None):
+        value = attrs.get("value")
+        if not isinstance(value, np.ndarray):
+            raise ShapeError("'rlx.constant' needs a dense 'value' attribute")
+        return [tensor(value.shape, _dtype_of_array(value))]
+
+
+def _dtype_of_array(a: np.ndarray) -> str:
+    from rlx_mlir.dialects.base import NUMPY_DTYPES
+
+    for name, dt in NUMPY_DTYPES.items():
+        if dt == a.dtype:
+            return name
+    raise ShapeError(f"unsupported constant dtype {a.dtype}")
+
+
+@INTERPRET.register(ConstantOp)
+def _interpret_constant(op: ConstantOp) -> np.ndarray:
+    return from_attr(op.attributes["value"])
+
+
+OPS = [
+    *BINARY_OPS, *ACTIVATION_OPS.values(), CompareOp, WhereOp, CastOp, StopGradientOp,
+    ConstantOp,
+]

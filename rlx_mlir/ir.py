@@ -1,0 +1,117 @@
+"""Parsing, printing and located verification of rlx modules.
+
+>>> m = parse('''
+... func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
+...   %y = rlx.relu %x : (tensor<2xf32>) -> tensor<2xf32>
+...   func.return %y : tensor<2xf32>
+... }''')
+>>> "rlx.relu" in str(m)
+True
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, linalg, math, scf, tensor
+from xdsl.dialects.builtin import ModuleOp, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from rlx_mlir.diagnostics import RlxError, SourceLoc, make_loc
+from rlx_mlir.dialects import Rlx
+
+
+def make_context(allow_unregistered: bool = False) -> Context:
+    """A context with the rlx dialect and the upstream dialects we lower to."""
+    ctx = Context(allow_unregistered=allow_unregistered)
+    for dialect in (
+        builtin.Builtin, func.Func, arith.Arith, tensor.Tensor, linalg.Linalg,
+        math.Math, scf.Scf, Rlx,
+    ):
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+class LocatingParser(Parser):
+    """xDSL's parser, recording each op's ``file:line:col`` as its location."""
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            where = start.get_location()
+            op.location = make_loc(where.file, where.line, where.col)
+        return op
+
+
+def _span_loc(error: ParseError) -> SourceLoc:
+    where = error.span.get_location()
+    return SourceLoc(where.file, where.line, where.col)
+
+
+def parse(text: str, filename: str = "<string>", line_offset: int = 0) -> ModuleOp:
+    """Parse and verify rlx text; :class:`RlxError` with a location on failure."""
+    try:
+        module = LocatingParser(make_context(), text, filename).parse_module()
+    except ParseError as e:
+        loc = _span_loc(e)
+        raise RlxError(e.msg, loc=SourceLoc(loc.file, loc.line + line_offset, loc.col)) from None
+    if line_offset:
+        _shift_lines(module, line_offset)
+    verify(module)
+    return module
+
+
+def _shift_lines(module: ModuleOp, offset: int) -> None:
+    for op in module.walk():
+        loc = op.location
+        if hasattr(loc, "line"):
+            op.location = make_loc(loc.filename.data, loc.line.data + offset, loc.column.data)
+
+
+def verify(module: Operation) -> None:
+    """Verify every op innermost-first, reporting the first failure at its location."""
+    for op in module.walk(reverse=True):
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as e:
+            raise RlxError(f"'{op.name}' op {e}", op=op) from None
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise RlxError(str(e), op=module) from None
+
+
+def as_module(module_or_text: ModuleOp | str) -> ModuleOp:
+    """Accept a module or rlx text."""
+    if isinstance(module_or_text, ModuleOp):
+        return module_or_text
+    if isinstance(module_or_text, str):
+        return parse(module_or_text)
+    raise TypeError(f"expected an rlx module or its text, got {type(module_or_text).__name__}")
+
+
+def to_text(module: Operation, generic: bool = False) -> str:
+    """Print a module (custom syntax by default, generic on request)."""
+    out = StringIO()
+    Printer(stream=out, print_generic_format=generic).print_op(module)
+    return out.getvalue() + "\n"
+
+
+def find_func(module: ModuleOp, name: str | None = None) -> func.FuncOp:
+    """The function called ``name``, or the first public one when None."""
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if name is None:
+        public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
+        if not public:
+            raise RlxError("module has no public function to run", op=module)
+        return public[0]
+    for f in funcs:
+        if f.sym_name.data == name:
+            return f
+    known = ", ".join(f.sym_name.data for f in funcs) or "none"
+    raise RlxError(f"no function named '{name}' (functions: {known})", op=module)

@@ -1,0 +1,104 @@
+"""Function signatures: argument names, kinds, and numpy argument checking.
+
+Shared by the interpreter and the JIT so both accept the same calls::
+
+    sig = Signature.of(func_op)
+    arrays = sig.bind(x, w1=w1)     # ValueError naming the argument on mismatch
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DictionaryAttr, StringAttr, TensorType
+
+from rlx_mlir.dialects.base import dtype_of, numpy_dtype, shape_of
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One function argument: its name, shape, dtype and whether it is a param."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    dtype_name: str
+    is_param: bool
+
+
+def arg_attr_dicts(f: func.FuncOp) -> list[dict[str, Any]]:
+    if f.arg_attrs is None:
+        return [{} for _ in f.function_type.inputs.data]
+    return [
+        dict(d.data) if isinstance(d, DictionaryAttr) else {} for d in f.arg_attrs.data
+    ]
+
+
+def arg_names(f: func.FuncOp) -> list[str]:
+    """``rlx.name`` of each argument, else the SSA name hint, else ``arg<i>``."""
+    names = []
+    for i, attrs in enumerate(arg_attr_dicts(f)):
+        name = attrs.get("rlx.name")
+        if isinstance(name, StringAttr):
+            names.append(name.data)
+        elif f.body.blocks and f.body.block.args[i].name_hint:
+            names.append(f.body.block.args[i].name_hint)
+        else:
+            names.append(f"arg{i}")
+    return names
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    args: tuple[Arg, ...]
+    results: tuple[TensorType, ...]
+
+    @classmethod
+    def of(cls, f: func.FuncOp) -> Signature:
+        attrs = arg_attr_dicts(f)
+        args = tuple(
+            Arg(n, shape_of(t), numpy_dtype(t), dtype_of(t), "rlx.param" in a)
+            for n, t, a in zip(arg_names(f), f.function_type.inputs.data, attrs, strict=True)
+        )
+        return cls(f.sym_name.data, args, tuple(f.function_type.outputs.data))
+
+    def bind(self, positional: Sequence[Any], named: Mapping[str, Any]) -> list[np.ndarray]:
+        """Match positional and named numpy arguments; ValueError on any mismatch."""
+        if len(positional) > len(self.args):
+            raise ValueError(
+                f"@{self.name} takes {len(self.args)} arguments, got {len(positional)}"
+            )
+        values: dict[str, Any] = {a.name: v for a, v in zip(self.args, positional, strict=False)}
+        for key, value in named.items():
+            if key not in {a.name for a in self.args}:
+                known = ", ".join(a.name for a in self.args)
+                raise ValueError(f"@{self.name} has no argument '{key}' (arguments: {known})")
+            if key in values:
+                raise ValueError(f"argument '{key}' of @{self.name} given twice")
+            values[key] = value
+        missing = [a.name for a in self.args if a.name not in values]
+        if missing:
+            raise ValueError(f"@{self.name}: missing argument(s) {', '.join(missing)}")
+        return [self._check(a, values[a.name]) for a in self.args]
+
+    def _check(self, arg: Arg, value: Any) -> np.ndarray:
+        array = np.asarray(value)
+        if array.dtype != arg.dtype:
+            if np.isscalar(value) or isinstance(value, (list, tuple)):
+                array = array.astype(arg.dtype)
+            else:
+                raise ValueError(
+                    f"argument '{arg.name}' of @{self.name}: expected dtype {arg.dtype} "
+                    f"({arg.dtype_name}), got {array.dtype}"
+                )
+        if array.shape != arg.shape:
+            raise ValueError(
+                f"argument '{arg.name}' of @{self.name}: expected shape {arg.shape}, "
+                f"got {array.shape}"
+            )
+        return np.ascontiguousarray(array)

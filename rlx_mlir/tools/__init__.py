@@ -1,0 +1,1 @@
+"""Command-line tools: ``rlx-opt`` and ``rlx-run``."""

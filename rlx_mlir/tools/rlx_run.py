@@ -1,0 +1,126 @@
+"""``rlx-run``: run one function of an rlx module and print its results.
+
+    rlx-run model.mlir --entry f --input x=x.npy --seed 0
+    rlx-run model.mlir --interpret
+
+Arguments not given with ``--input`` are drawn from ``--seed``: floats from a
+standard normal, integers uniformly from ``[0, --int-high)``, booleans fair.
+Results print in a stable text form (``%.6f``) that FileCheck can match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.ir import find_func, parse
+from rlx_mlir.runtime.signature import Arg, Signature
+
+
+def random_input(arg: Arg, rng: np.random.Generator, int_high: int) -> np.ndarray:
+    if arg.dtype.kind == "f":
+        return rng.standard_normal(arg.shape).astype(arg.dtype)
+    if arg.dtype.kind == "b":
+        return rng.integers(0, 2, arg.shape).astype(bool)
+    if arg.dtype.kind == "c":
+        return (rng.standard_normal(arg.shape) + 1j * rng.standard_normal(arg.shape)).astype(
+            arg.dtype
+        )
+    return rng.integers(0, int_high, arg.shape).astype(arg.dtype)
+
+
+def format_result(index: int, array: np.ndarray, type_text: str) -> str:
+    """``result 0: tensor<2xf32>`` followed by the values."""
+    body = np.array2string(
+        array, precision=6, floatmode="fixed", threshold=sys.maxsize,
+        max_line_width=10_000, separator=", ", suppress_small=True,
+    )
+    return f"result {index}: {type_text}\n{body}"
+
+
+def load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
+    inputs = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            raise RlxError(f"--input expects NAME=FILE.npy, got '{spec}'")
+        if not os.path.exists(path):
+            raise RlxError(f"--input {name}: no such file '{path}'")
+        try:
+            inputs[name] = np.load(path)
+        except Exception as e:
+            raise RlxError(f"--input {name}: cannot read '{path}' as .npy ({e})") from None
+    return inputs
+
+
+def run(args: argparse.Namespace) -> int:
+    if not os.path.exists(args.file):
+        raise RlxError(f"could not open input file '{args.file}'")
+    with open(args.file) as f:
+        module = parse(f.read(), args.file)
+    func = find_func(module, args.entry)
+    sig = Signature.of(func)
+    given = load_inputs(args.input)
+    rng = np.random.default_rng(args.seed)
+    arrays = {
+        a.name: given[a.name] if a.name in given else random_input(a, rng, args.int_high)
+        for a in sig.args
+    }
+    unknown = set(given) - set(arrays)
+    if unknown:
+        raise RlxError(f"--input names unknown argument(s): {', '.join(sorted(unknown))}")
+    try:
+        results = execute(module, sig.name, arrays, interpret=args.interpret)
+    except ValueError as e:
+        raise RlxError(str(e)) from None
+    for i, (array, rtype) in enumerate(zip(results, sig.results, strict=True)):
+        print(format_result(i, array, str(rtype)))
+    return 0
+
+
+def execute(module, entry: str, arrays: dict[str, np.ndarray], interpret: bool):
+    """Run with the interpreter, or natively when the JIT is available."""
+    from rlx_mlir.interpreter import interpret as run_interpreter
+
+    if interpret:
+        return run_interpreter(module, entry=entry, **arrays)
+    try:
+        from rlx_mlir.runtime.jit import compile as jit_compile
+    except ImportError:
+        return run_interpreter(module, entry=entry, **arrays)
+    return jit_compile(module, entry=entry)(**arrays)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rlx-run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file")
+    parser.add_argument("--entry", default=None, help="function to run (default: first public)")
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--int-high", type=int, default=2,
+                        help="exclusive upper bound of random integer inputs")
+    parser.add_argument("--interpret", action="store_true", help="use the numpy interpreter")
+    try:
+        args = parser.parse_args(argv)
+        return run(args)
+    except SystemExit as e:
+        return int(e.code or 0)
+    except RlxError as error:
+        print(error, file=sys.stderr)
+        return 1
+    except Exception as e:
+        if os.environ.get("RLX_DEBUG"):
+            raise
+        print(f"error: internal error: {type(e).__name__}: {e} (set RLX_DEBUG=1 for a traceback)",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
