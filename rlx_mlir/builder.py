@@ -210,6 +210,15 @@ class Builder:
     def cast(self, x: Tensor, dtype: str) -> Tensor:
         return self.emit("cast", x, out=[tensor(x.shape, dtype)])  # type: ignore[return-value]
 
+    def scatter_add(self, updates: Tensor, indices: Tensor, dim_size: int, axis: int = 0
+                    ) -> Tensor:
+        """``out[idx[i]] += updates[i]`` along ``axis``; ``dim_size`` is the output extent."""
+        shape = list(updates.shape)
+        shape[axis] = dim_size
+        return self.emit(  # type: ignore[return-value]
+            "scatter_add", updates, indices, axis=axis, out=[tensor(shape, updates.dtype)]
+        )
+
     def constant(self, value: np.ndarray | float, dtype: str | None = None) -> Tensor:
         array = np.asarray(value, dtype=NUMPY_DTYPES[dtype] if dtype else None)
         if array.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):

@@ -1,7 +1,7 @@
 """The ``rlx`` dialect, assembled from its op family modules.
 
-Each family module (``elementwise``, ``linalg``, ``nn``, ``shape``, ``backward``,
-``control``) defines its ops and registers their rules beside them; importing
+Each family module (``elementwise``, ``linalg``, ``nn``, ``attention``, ``conv``,
+``shape``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
 this package registers everything.
 """
 
@@ -9,13 +9,24 @@ from __future__ import annotations
 
 from xdsl.ir import Dialect
 
-from rlx_mlir.dialects import backward, control, elementwise, linalg, nn, shape
+from rlx_mlir.dialects import (
+    attention,
+    backward,
+    control,
+    conv,
+    elementwise,
+    linalg,
+    nn,
+    shape,
+)
 from rlx_mlir.dialects.base import RlxOp
 
 FAMILIES = {
     "elementwise": elementwise,
     "linalg": linalg,
     "nn": nn,
+    "attention": attention,
+    "conv": conv,
     "shape": shape,
     "backward": backward,
     "control": control,

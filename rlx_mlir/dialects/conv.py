@@ -1,0 +1,3 @@
+"""Op family module (filled in by its owner)."""
+
+OPS: list = []
