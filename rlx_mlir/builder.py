@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from rlx_mlir.diagnostics import RlxError, loc_from_attr, make_loc
@@ -139,12 +139,25 @@ class Tensor:
 class Builder:
     """Builds one ``func.func`` (``name``) into ``module`` (a new one by default)."""
 
-    def __init__(self, name: str = "main", module: ModuleOp | None = None):
+    def __init__(self, name: str = "main", module: ModuleOp | None = None,
+                 block: Block | None = None):
         self.name = name
         self.module = module if module is not None else ModuleOp([])
-        self.block = Block()
+        self.block = block if block is not None else Block()
         self._arg_attrs: list[DictionaryAttr] = []
         self._done = False
+        self.location: Attribute | None = None
+        """When set (by transforms), the location given to every emitted op."""
+
+    @classmethod
+    def appending_to(cls, block: Block, location: Attribute | None = None) -> Builder:
+        """A builder that appends ops to an existing ``block`` (used by transforms)."""
+        b = cls(module=ModuleOp([]), block=block)
+        b.location = location
+        return b
+
+    def wrap(self, value: SSAValue) -> Tensor:
+        return Tensor(self, value)
 
     # -- arguments -----------------------------------------------------------
     def input(self, name: str, shape: Sequence[int], dtype: str = "f32") -> Tensor:
@@ -170,7 +183,7 @@ class Builder:
         """Append ``rlx.<op_name>`` with inferred result types."""
         op_cls = op_by_name(op_name)
         values = [self._value(o) for o in operands if o is not None]
-        loc = _user_location()
+        loc = self.location if self.location is not None else _user_location()
         try:
             op = op_cls.make(values, attrs, out)
         except (VerifyException, TypeError) as e:
@@ -192,9 +205,11 @@ class Builder:
 
     def _value(self, o: Any) -> SSAValue:
         if isinstance(o, Tensor):
-            if o.builder is not self:
+            if o.builder.block is not self.block:
                 raise RlxError("a Tensor from another Builder was used")
             return o.value
+        if isinstance(o, SSAValue):
+            return o
         if isinstance(o, np.ndarray):
             return self.constant(o).value
         raise TypeError(f"expected a Tensor or numpy array operand, got {type(o).__name__}")

@@ -69,3 +69,8 @@ ALL_REGISTRIES = {
     "vmap": VMAP,
     "lower": LOWER,
 }
+
+
+def no_gradient(ctx: Any, op: Operation, *cotangents: Any) -> list[None]:
+    """VJP/JVP rule of a non-differentiable op (compare, stop_gradient, constant...)."""
+    return [None] * len(op.operands)

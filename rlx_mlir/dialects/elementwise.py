@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -31,7 +31,11 @@ from rlx_mlir.dialects.base import (
     shape_of,
     tensor,
 )
-from rlx_mlir.rules import INTERPRET
+from rlx_mlir.rules import INTERPRET, VJP, no_gradient
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
 
 # ---------------------------------------------------------------- binary
 
@@ -344,6 +348,93 @@ def _dtype_of_array(a: np.ndarray) -> str:
 @INTERPRET.register(ConstantOp)
 def _interpret_constant(op: ConstantOp) -> np.ndarray:
     return from_attr(op.attributes["value"])
+
+
+# ---------------------------------------------------------------- VJP rules (SPEC 5.2-5.4)
+
+
+@VJP.register(AddOp)
+def _vjp_add(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
+    a, b = ctx.inputs(op)
+    return [ctx.unbroadcast(g, a.shape), ctx.unbroadcast(g, b.shape)]
+
+
+@VJP.register(SubOp)
+def _vjp_sub(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
+    a, b = ctx.inputs(op)
+    return [ctx.unbroadcast(g, a.shape), ctx.unbroadcast(-g, b.shape)]
+
+
+@VJP.register(MulOp)
+def _vjp_mul(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
+    a, b = ctx.inputs(op)
+    return [ctx.unbroadcast(g * b, a.shape), ctx.unbroadcast(g * a, b.shape)]
+
+
+@VJP.register(DivOp)
+def _vjp_div(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
+    a, b = ctx.inputs(op)
+    (y,) = ctx.outputs(op)
+    return [ctx.unbroadcast(g / b, a.shape), ctx.unbroadcast(-(g * y) / b, b.shape)]
+
+
+@VJP.register(PowOp)
+def _vjp_pow(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
+    """d/da = b a^(b-1) (finite at a = 0 for b >= 1); d/db = y ln a (NaN for a <= 0)."""
+    a, b = ctx.inputs(op)
+    (y,) = ctx.outputs(op)
+    da = g * b * ctx.b.pow(a, b - 1.0)
+    db = g * y * ctx.b.log(a)
+    return [ctx.unbroadcast(da, a.shape), ctx.unbroadcast(db, b.shape)]
+
+
+@VJP.register(MaxOp, MinOp)
+def _vjp_min_max(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
+    """The whole gradient goes to the operand that won; ties go to operand 0 (SPEC 11.6)."""
+    a, b = ctx.inputs(op)
+    (y,) = ctx.outputs(op)
+    a_won = ctx.b.compare(a, y, predicate="eq")
+    zero = ctx.zeros((), g.dtype)
+    return [
+        ctx.unbroadcast(ctx.b.where(a_won, g, zero), a.shape),
+        ctx.unbroadcast(ctx.b.where(a_won, zero, g), b.shape),
+    ]
+
+
+@VJP.register(ReluOp)
+def _vjp_relu(ctx: VjpContext, op: UnaryOp, g: Tensor) -> list[Tensor | None]:
+    (x,) = ctx.inputs(op)
+    return [ctx.b.relu_backward(x, g)]
+
+
+def _vjp_activation(ctx: VjpContext, op: UnaryOp, g: Tensor) -> list[Tensor | None]:
+    (x,) = ctx.inputs(op)
+    return [ctx.b.activation_backward(x, g, kind=op.name.removeprefix("rlx."))]
+
+
+for _kind, _op in ACTIVATION_OPS.items():
+    if _kind != "relu":
+        VJP.register(_op)(_vjp_activation)
+
+
+@VJP.register(WhereOp)
+def _vjp_where(ctx: VjpContext, op: WhereOp, g: Tensor) -> list[Tensor | None]:
+    cond, t, f = ctx.inputs(op)
+    zero = ctx.zeros((), g.dtype)
+    return [
+        None,
+        ctx.unbroadcast(ctx.b.where(cond, g, zero), t.shape),
+        ctx.unbroadcast(ctx.b.where(cond, zero, g), f.shape),
+    ]
+
+
+@VJP.register(CastOp)
+def _vjp_cast(ctx: VjpContext, op: CastOp, g: Tensor) -> list[Tensor | None]:
+    (x,) = ctx.inputs(op)
+    return [ctx.b.cast(g, x.dtype) if x.dtype in FLOAT_DTYPES else None]
+
+
+VJP.register(CompareOp, StopGradientOp, ConstantOp)(no_gradient)
 
 
 OPS = [

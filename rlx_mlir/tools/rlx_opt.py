@@ -23,10 +23,9 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.ir import make_context, parse, to_text, verify
 from rlx_mlir.tools import diagnostics_check
+from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS
 from rlx_mlir.transforms import all_passes
 
-# Flags that stand for a pipeline stage rather than a pass (handled by hooks).
-STAGE_HOOKS: dict[str, object] = {}
 
 
 def split_pass_flags(argv: Sequence[str], pass_names: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -82,7 +81,7 @@ class RlxOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         argv = list(sys.argv[1:] if args is None else args)
-        self.passes = all_passes()
+        self.passes = all_passes()  # also imports the modules that add STAGE_HOOKS
         names = [*self.passes, *STAGE_HOOKS]
         self.stages, rest = split_pass_flags(argv, names)
         super().__init__(description="rlx optimizer driver", args=rest)

@@ -1,3 +1,0 @@
-"""Op family module (filled in by its owner)."""
-
-OPS: list = []

@@ -1,0 +1,3 @@
+"""Backward ops (filled in by their owner)."""
+
+OPS: list = []

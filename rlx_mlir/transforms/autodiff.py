@@ -1,0 +1,328 @@
+"""Reverse-mode autodiff as an IR-to-IR pass (DESIGN 4.2, SPEC 4).
+
+For ``func.func @f(args...) -> (loss, aux...)`` it adds
+``func.func @f_grad(args..., %d_output) -> (loss, aux..., d_wrt...)``: a mirror of
+``@f`` followed by the reverse walk, which calls the VJP rule registered for
+each op (``rlx_mlir.rules.VJP``) and sums cotangents across consumers.
+
+    rlx-opt model.mlir --autodiff
+    rlx-opt model.mlir --autodiff="wrt=w1,b1 zero-missing-wrt=true"
+
+A VJP rule takes the context, the (mirrored) forward op and one cotangent per
+result, and returns one cotangent (or None) per operand::
+
+    @VJP.register(MulOp)
+    def _vjp_mul(ctx: VjpContext, op: MulOp, g: Tensor) -> list[Tensor | None]:
+        a, b = ctx.inputs(op)
+        return [ctx.unbroadcast(g * b, a.shape), ctx.unbroadcast(g * a, b.shape)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from rlx_mlir.builder import Builder, Tensor
+from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.dialects.base import FLOAT_DTYPES, dtype_of, shape_of
+from rlx_mlir.ir import find_func
+from rlx_mlir.rules import VJP
+from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names
+from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS
+from rlx_mlir.transforms import register_pass
+
+
+class VjpContext:
+    """What a VJP rule sees: the builder of the gradient function and helpers."""
+
+    def __init__(self, builder: Builder):
+        self.b = builder
+
+    def inputs(self, op: Operation) -> list[Tensor]:
+        """The (mirrored) operands of ``op`` as Tensors."""
+        return [self.b.wrap(v) for v in op.operands]
+
+    def outputs(self, op: Operation) -> list[Tensor]:
+        return [self.b.wrap(v) for v in op.results]
+
+    def zeros(self, shape: Sequence[int], dtype: str) -> Tensor:
+        return self.b.full(shape, 0.0, dtype)
+
+    def unbroadcast(self, g: Tensor, shape: Sequence[int]) -> Tensor:
+        """Sum ``g`` back to a broadcast source's ``shape`` (SPEC 4.5).
+
+        Sums the leading extra axes and every axis where the source had size 1.
+        """
+        shape = tuple(shape)
+        if g.shape == shape:
+            return g
+        extra = g.ndim - len(shape)
+        axes = list(range(extra)) + [
+            extra + i for i, d in enumerate(shape) if d == 1 and g.shape[extra + i] != 1
+        ]
+        if axes:
+            g = self.b.reduce_sum(g, axes=axes, keep_dims=True)
+        return g if g.shape == shape else self.b.reshape(g, shape)
+
+    def expand_to(self, g: Tensor, shape: Sequence[int], axes: Sequence[int],
+                  keep_dims: bool) -> Tensor:
+        """Inverse of a reduction over ``axes``: broadcast ``g`` back to ``shape``."""
+        if not keep_dims:
+            kept = [1 if i in axes else d for i, d in enumerate(shape)]
+            g = self.b.reshape(g, kept)
+        return g if g.shape == tuple(shape) else self.b.expand(g, shape)
+
+
+# ---------------------------------------------------------------- rule helpers
+
+
+def linear_rule(fn):
+    """Register-ready VJP for an op linear in its single operand: ``g -> fn(ctx, op, g)``."""
+
+    def rule(ctx: VjpContext, op: Operation, g: Tensor) -> list[Tensor | None]:
+        return [fn(ctx, op, g)]
+
+    return rule
+
+
+def is_differentiable_type(t) -> bool:
+    return isinstance(t, TensorType) and dtype_of(t) in (*FLOAT_DTYPES, "c64")
+
+
+# ---------------------------------------------------------------- the transform
+
+
+@dataclass
+class GradOptions:
+    wrt: tuple[str, ...] | None = None
+    zero_missing_wrt: bool = False
+    with_loss: bool = True
+    suffix: str = "_grad"
+
+
+@dataclass
+class _Walk:
+    """State of one reverse walk: the cotangent of each mirrored value."""
+
+    ctx: VjpContext
+    cotangents: dict[SSAValue, Tensor] = field(default_factory=dict)
+
+    def add(self, value: SSAValue, g: Tensor, op: Operation) -> None:
+        if not is_differentiable_type(value.type):
+            return
+        if g.shape != shape_of(value.type):
+            raise RlxError(
+                f"internal error: VJP of '{op.name}' produced a cotangent of shape "
+                f"{g.shape} for an operand of shape {shape_of(value.type)}",
+                op=op,
+            )
+        previous = self.cotangents.get(value)
+        self.cotangents[value] = g if previous is None else previous + g
+
+
+def grad_with_loss(module: ModuleOp, func_name: str | None = None,
+                   wrt: Sequence[str] | None = None, zero_missing_wrt: bool = False,
+                   with_loss: bool = True) -> func.FuncOp:
+    """Add ``@<f>_grad`` to ``module`` (in place) and return it.
+
+    >>> import rlx_mlir as rlx
+    >>> b = rlx.Builder("f"); x = b.param("x", (3,))
+    >>> b.ret(b.reduce_sum(x * x, axes=[0]))  # doctest: +SKIP
+    """
+    f = find_func(module, func_name)
+    options = GradOptions(tuple(wrt) if wrt else None, zero_missing_wrt, with_loss)
+    grad_func = build_grad_func(f, options)
+    module.body.block.insert_op_after(grad_func, f)
+    simplify(grad_func)
+    return grad_func
+
+
+def simplify(op: Operation) -> None:
+    """CSE then DCE: the mirror keeps dead forward values and rules recompute some."""
+    from xdsl.transforms.common_subexpression_elimination import cse
+    from xdsl.transforms.dead_code_elimination import region_dce
+
+    for region in op.regions:
+        cse(region)
+        region_dce(region)
+
+
+def default_wrt(f: func.FuncOp) -> list[int]:
+    """The ``rlx.param`` arguments, or every float argument when none is marked."""
+    attrs = arg_attr_dicts(f)
+    params = [i for i, a in enumerate(attrs) if "rlx.param" in a]
+    if params:
+        for i in params:
+            _check_float_wrt(f, i)
+        return params
+    return [i for i, t in enumerate(f.function_type.inputs.data) if is_differentiable_type(t)]
+
+
+def resolve_wrt(f: func.FuncOp, wrt: Sequence[str] | None) -> list[int]:
+    if wrt is None:
+        return default_wrt(f)
+    names = arg_names(f)
+    indices = []
+    for name in wrt:
+        if name not in names:
+            raise RlxError(
+                f"@{f.sym_name.data} has no argument '{name}' to differentiate "
+                f"(arguments: {', '.join(names)})", op=f)
+        i = names.index(name)
+        _check_float_wrt(f, i)
+        indices.append(i)
+    return indices
+
+
+def _check_float_wrt(f: func.FuncOp, i: int) -> None:
+    t = f.function_type.inputs.data[i]
+    if not is_differentiable_type(t):
+        raise RlxError(f"cannot differentiate with respect to '{arg_names(f)[i]}': it has "
+                       f"non-float type {t}", op=f)
+
+
+def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
+    """The gradient function of ``f`` (not yet inserted in a module)."""
+    name = f.sym_name.data
+    outputs = list(f.function_type.outputs.data)
+    wrt = resolve_wrt(f, options.wrt)
+    if not outputs:
+        raise RlxError(f"@{name} has no result to differentiate", op=f)
+    if not is_differentiable_type(outputs[0]):
+        raise RlxError(f"the loss (result 0 of @{name}) must be a float tensor, got "
+                       f"{outputs[0]}", op=f)
+    inputs = list(f.function_type.inputs.data)
+    block = Block(arg_types=[*inputs, outputs[0]])
+    for new, old in zip(block.args, f.body.block.args, strict=False):
+        new.name_hint = old.name_hint
+    block.args[-1].name_hint = "d_output"
+    mirror = _mirror_body(f, block)
+    returned = mirror.pop()
+    builder = Builder.appending_to(block, f.location)
+    walk = _Walk(VjpContext(builder))
+    walk.cotangents[returned[0]] = builder.wrap(block.args[-1])
+    _reverse_walk(walk, [op for op in block.ops])
+    grads = [_grad_of(walk, f, block.args[i], i, options) for i in wrt]
+    results = ([returned[0]] if options.with_loss else []) + list(returned[1:])
+    results += [g.value for g in grads]
+    block.add_op(func.ReturnOp(*results))
+    attrs = arg_attr_dicts(f) + [{"rlx.name": StringAttr("d_output")}]
+    grad_func = func.FuncOp(
+        name + options.suffix,
+        ([*inputs, outputs[0]], [v.type for v in results]),
+        Region(block),
+        arg_attrs=ArrayAttr([DictionaryAttr(a) for a in attrs]),
+    )
+    grad_func.attributes["rlx.grad_of"] = StringAttr(name)
+    grad_func.attributes["rlx.wrt"] = ArrayAttr([StringAttr(arg_names(f)[i]) for i in wrt])
+    grad_func.location = f.location
+    return grad_func
+
+
+def _mirror_body(f: func.FuncOp, block: Block) -> list[list[SSAValue]]:
+    """Clone ``f``'s body into ``block``; returns ``[returned values]`` (popped by caller)."""
+    mapping: dict[SSAValue, SSAValue] = dict(zip(f.body.block.args, block.args, strict=False))
+    returned: list[SSAValue] = []
+    for op in f.body.block.ops:
+        if isinstance(op, func.ReturnOp):
+            returned = [mapping[v] for v in op.operands]
+            continue
+        clone = op.clone(value_mapper=mapping)
+        block.add_op(clone)
+    return [returned]
+
+
+def _reverse_walk(walk: _Walk, ops: list[Operation]) -> None:
+    for op in reversed(ops):
+        gs = [walk.cotangents.get(r) for r in op.results]
+        if all(g is None for g in gs):
+            continue
+        if not any(is_differentiable_type(v.type) for v in op.operands):
+            continue
+        rule = VJP.lookup(op)
+        gs = [g if g is not None else walk.ctx.zeros(shape_of(r.type), dtype_of(r.type))
+              for g, r in zip(gs, op.results, strict=True)]
+        walk.ctx.b.location = op.location
+        contributions = rule(walk.ctx, op, *gs)
+        for operand, g in zip(op.operands, contributions, strict=True):
+            if g is not None:
+                walk.add(operand, g, op)
+
+
+def _grad_of(walk: _Walk, f: func.FuncOp, arg: SSAValue, index: int,
+             options: GradOptions) -> Tensor:
+    g = walk.cotangents.get(arg)
+    if g is not None:
+        return g
+    name = arg_names(f)[index]
+    if not options.zero_missing_wrt:
+        raise RlxError(
+            f"no gradient reaches '{name}': the loss of @{f.sym_name.data} does not depend on "
+            f"it (use zero-missing-wrt=true to get zeros)", op=f)
+    return walk.ctx.zeros(shape_of(arg.type), dtype_of(arg.type))
+
+
+def differentiable_funcs(module: ModuleOp, func_name: str | None) -> list[func.FuncOp]:
+    """DESIGN 4.2's default: every public function with ``rlx.param`` arguments, else all."""
+    funcs = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
+    if func_name is not None:
+        return [find_func(module, func_name)]
+    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
+    with_params = [f for f in public if any("rlx.param" in a for a in arg_attr_dicts(f))]
+    return with_params or public
+
+
+@register_pass
+@dataclass(frozen=True)
+class AutodiffPass(ModulePass):
+    """``--autodiff``: add ``@f_grad`` for each differentiated function.
+
+    Options: ``func`` (default: public functions with params, else all public),
+    ``wrt`` (argument names; default the params), ``zero-missing-wrt``,
+    ``grad-only`` (drop the loss from the results, like RLX's ``grad``).
+    """
+
+    name = "autodiff"
+    func: str | None = None
+    wrt: tuple[str, ...] | None = None
+    zero_missing_wrt: bool = False
+    grad_only: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for f in differentiable_funcs(op, self.func):
+            grad_with_loss(op, f.sym_name.data, self.wrt, self.zero_missing_wrt,
+                           with_loss=not self.grad_only)
+
+
+def _check_grads_stage(stage: str, module: ModuleOp, args) -> str:
+    """``rlx-opt --check-grads``: check every differentiable function; exit 1 when off."""
+    from rlx_mlir.testing import check_grads
+
+    grad_of = {f.attributes["rlx.grad_of"].data: f for f in module.body.block.ops
+               if isinstance(f, func.FuncOp) and "rlx.grad_of" in f.attributes}
+    targets = [find_func(module, name) for name in grad_of] or differentiable_funcs(module, None)
+    reports = []
+    for f in targets:
+        g = grad_of.get(f.sym_name.data)
+        wrt = [a.data for a in g.attributes["rlx.wrt"].data] if g is not None else None
+        reports.append(check_grads(module, f.sym_name.data, wrt, raise_on_error=False))
+    text = "\n".join(str(r) for r in reports) + "\n"
+    if not all(r.ok for r in reports):
+        raise RlxError("gradient check failed:\n" + text, op=module)
+    return text
+
+
+STAGE_HOOKS["check-grads"] = _check_grads_stage
+
