@@ -1,3 +1,323 @@
-"""Op family module (filled in by its owner)."""
+"""Conv family: 2-D convolution and max/avg pooling on NCHW tensors (SPEC 2.1.15-2.1.16).
 
-OPS: list = []
+::
+
+    %y = rlx.conv2d %x, %w, %b {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>}
+        : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+    %p = rlx.max_pool2d %x {kernel = array<i64: 2, 2>} : (tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32>
+
+The numpy helpers (:func:`conv_output_size`, :func:`pad_nchw`, :func:`window_view`,
+:func:`col2im`, :func:`conv2d_config`, :func:`pool2d_config`) are shared with the
+conv/pool backward ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def
+
+from rlx_mlir.dialects.base import (
+    RlxOp,
+    ShapeError,
+    define_op,
+    expect_float,
+    expect_rank,
+    expect_same_dtype,
+    fmt_shape,
+    optional,
+    require,
+    shape_of,
+    tensor,
+)
+from rlx_mlir.rules import INTERPRET
+
+Pair = tuple[int, int]
+
+# ---------------------------------------------------------------- attributes
+
+
+def pair_attr(attrs: Mapping[str, Any], name: str, default: Pair | None, minimum: int) -> Pair:
+    """An ``array<i64: a, b>`` attribute with both entries ``>= minimum``.
+
+    ``pair_attr({"stride": (2, 1)}, "stride", (1, 1), 1) == (2, 1)``; ``default=None``
+    makes the attribute required.
+    """
+    value = require(attrs, name, tuple) if default is None else optional(
+        attrs, name, tuple, default
+    )
+    if len(value) != 2:
+        raise ShapeError(f"attribute '{name}' must have 2 entries (h, w), got {fmt_shape(value)}")
+    if min(value) < minimum:
+        raise ShapeError(f"attribute '{name}' entries must be >= {minimum}, got {fmt_shape(value)}")
+    return (int(value[0]), int(value[1]))
+
+
+class Conv2dConfig(NamedTuple):
+    """The attributes of ``rlx.conv2d`` (and its backward ops), defaults filled in."""
+
+    stride: Pair = (1, 1)
+    padding: Pair = (0, 0)
+    dilation: Pair = (1, 1)
+    groups: int = 1
+
+
+class Pool2dConfig(NamedTuple):
+    """The attributes of the pools (and max_pool2d_backward), defaults filled in."""
+
+    kernel: Pair
+    stride: Pair
+    padding: Pair
+
+
+def conv2d_config(attrs: Mapping[str, Any]) -> Conv2dConfig:
+    """Validated conv attributes: ``conv2d_config({"groups": 2}).stride == (1, 1)``."""
+    groups = optional(attrs, "groups", int, 1)
+    if groups < 1:
+        raise ShapeError(f"attribute 'groups' must be >= 1, got {groups}")
+    return Conv2dConfig(
+        stride=pair_attr(attrs, "stride", (1, 1), 1),
+        padding=pair_attr(attrs, "padding", (0, 0), 0),
+        dilation=pair_attr(attrs, "dilation", (1, 1), 1),
+        groups=groups,
+    )
+
+
+def pool2d_config(attrs: Mapping[str, Any]) -> Pool2dConfig:
+    """Validated pool attributes; ``stride`` defaults to ``kernel``, each pad <= kernel/2.
+
+    ``pool2d_config({"kernel": (2, 2)}) == Pool2dConfig((2, 2), (2, 2), (0, 0))``
+    """
+    kernel = pair_attr(attrs, "kernel", None, 1)
+    cfg = Pool2dConfig(
+        kernel=kernel,
+        stride=pair_attr(attrs, "stride", kernel, 1),
+        padding=pair_attr(attrs, "padding", (0, 0), 0),
+    )
+    if any(2 * p > k for p, k in zip(cfg.padding, kernel, strict=True)):
+        raise ShapeError(
+            f"padding {fmt_shape(cfg.padding)} must be at most half the kernel "
+            f"{fmt_shape(kernel)}"
+        )
+    return cfg
+
+
+# ---------------------------------------------------------------- shape rules
+
+
+def conv_output_size(size: int, kernel: int, stride: int, padding: int, dilation: int = 1) -> int:
+    """``floor((size + 2 padding - dilation (kernel - 1) - 1) / stride) + 1``.
+
+    ``conv_output_size(8, 3, 2, 1) == 4``
+    """
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def spatial_output(hw: Sequence[int], kernel: Sequence[int], stride: Pair, padding: Pair,
+                   dilation: Pair = (1, 1)) -> Pair:
+    """``(H_out, W_out)``; ShapeError when either is < 1."""
+    out = tuple(
+        conv_output_size(*args)
+        for args in zip(hw, kernel, stride, padding, dilation, strict=True)
+    )
+    if min(out) < 1:
+        raise ShapeError(
+            f"output spatial size {fmt_shape(out)} is < 1 for input {fmt_shape(hw)}, "
+            f"kernel {fmt_shape(kernel)}, stride {fmt_shape(stride)}, "
+            f"padding {fmt_shape(padding)}, dilation {fmt_shape(dilation)}"
+        )
+    return out  # type: ignore[return-value]
+
+
+def conv2d_shape(x: Sequence[int], w: Sequence[int], cfg: Conv2dConfig) -> tuple[int, ...]:
+    """The ``[N, C_out, H_out, W_out]`` of conv2d; ShapeError on mismatched x/w/groups."""
+    n, c_in, h, wd = x
+    c_out, c_per_group, kh, kw = w
+    g = cfg.groups
+    if c_in % g or c_out % g:
+        raise ShapeError(
+            f"groups {g} must divide both C_in {c_in} and C_out {c_out}"
+        )
+    if c_per_group != c_in // g:
+        raise ShapeError(
+            f"weight {fmt_shape(w)} must have C_in/groups = {c_in // g} input channels "
+            f"(x {fmt_shape(x)}, groups {g}), got {c_per_group}"
+        )
+    if min(kh, kw) < 1:
+        raise ShapeError(f"kernel size must be >= 1, got weight {fmt_shape(w)}")
+    return (n, c_out, *spatial_output((h, wd), (kh, kw), cfg.stride, cfg.padding, cfg.dilation))
+
+
+# ---------------------------------------------------------------- numpy helpers
+
+
+def pad_nchw(x: np.ndarray, padding: Pair, value: float = 0.0) -> np.ndarray:
+    """Pad the last two axes symmetrically: ``[N, C, H, W] -> [N, C, H+2ph, W+2pw]``."""
+    ph, pw = padding
+    if ph == pw == 0:
+        return x
+    return np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=value)
+
+
+def window_view(xp: np.ndarray, kernel: Pair, stride: Pair, dilation: Pair = (1, 1)
+                ) -> np.ndarray:
+    """Read-only im2col view of a padded ``[N, C, Hp, Wp]``: ``[N, C, H_out, W_out, kH, kW]``.
+
+    ``view[n, c, i, j, ki, kj] == xp[n, c, i*sh + ki*dh, j*sw + kj*dw]``.
+    """
+    n, c, hp, wp = xp.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    ho = conv_output_size(hp, kh, sh, 0, dh)
+    wo = conv_output_size(wp, kw, sw, 0, dw)
+    s_n, s_c, s_h, s_w = xp.strides
+    return np.lib.stride_tricks.as_strided(
+        xp,
+        shape=(n, c, ho, wo, kh, kw),
+        strides=(s_n, s_c, s_h * sh, s_w * sw, s_h * dh, s_w * dw),
+        writeable=False,
+    )
+
+
+def col2im(cols: np.ndarray, hw: Pair, stride: Pair, padding: Pair,
+           dilation: Pair = (1, 1)) -> np.ndarray:
+    """Adjoint of ``window_view(pad_nchw(x))``: scatter-add ``[N, C, Ho, Wo, kH, kW]``
+    columns back onto an unpadded ``[N, C, H, W]`` (out-of-bounds taps are dropped)."""
+    n, c, ho, wo, kh, kw = cols.shape
+    (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
+    out = np.zeros((n, c, hw[0] + 2 * ph, hw[1] + 2 * pw), cols.dtype)
+    for ki in range(kh):
+        for kj in range(kw):
+            rows = slice(ki * dh, ki * dh + sh * (ho - 1) + 1, sh)
+            columns = slice(kj * dw, kj * dw + sw * (wo - 1) + 1, sw)
+            out[:, :, rows, columns] += cols[..., ki, kj]
+    return out[:, :, ph:ph + hw[0], pw:pw + hw[1]]
+
+
+def conv2d_numpy(x: np.ndarray, w: np.ndarray, cfg: Conv2dConfig,
+                 bias: np.ndarray | None = None) -> np.ndarray:
+    """Grouped, strided, dilated, zero-padded NCHW x OIHW convolution (cross-correlation)."""
+    g = cfg.groups
+    cols = window_view(pad_nchw(x, cfg.padding), w.shape[2:], cfg.stride, cfg.dilation)
+    n, c_in, ho, wo, kh, kw = cols.shape
+    grouped_cols = cols.reshape(n, g, c_in // g, ho, wo, kh, kw)
+    grouped_w = w.reshape(g, w.shape[0] // g, *w.shape[1:])
+    y = np.einsum("ngchwij,gocij->ngohw", grouped_cols, grouped_w, optimize=True)
+    y = y.reshape(n, w.shape[0], ho, wo)
+    return y if bias is None else y + bias.reshape(1, -1, 1, 1)
+
+
+# ---------------------------------------------------------------- conv2d
+
+
+@irdl_op_definition
+class Conv2dOp(RlxOp):
+    """2-D cross-correlation of ``x [N, C_in, H, W]`` with ``w [C_out, C_in/groups, kH, kW]``,
+    plus an optional ``bias [C_out]``; symmetric zero padding.
+
+    ``H_out = floor((H + 2 ph - dh (kH - 1) - 1) / sh) + 1`` (the same for W).
+
+    Example::
+
+        %y = rlx.conv2d %x, %w {groups = 2 : i64, padding = array<i64: 1, 1>}
+            : (tensor<1x4x5x5xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x5x5xf32>
+    """
+
+    name = "rlx.conv2d"
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {
+        "stride": "array<i64: sh, sw>, default [1, 1]",
+        "padding": "array<i64: ph, pw>, symmetric zero padding, default [0, 0]",
+        "dilation": "array<i64: dh, dw>, default [1, 1]",
+        "groups": "i64, default 1; divides C_in and C_out",
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        cfg = conv2d_config(attrs)
+        x = expect_rank(types[0], (4,), "input x [N, C_in, H, W]")
+        w = expect_rank(types[1], (4,), "weight w [C_out, C_in/groups, kH, kW]")
+        dtype = expect_float(types[0], "input x")
+        expect_same_dtype(types, "'rlx.conv2d' operands")
+        if len(types) == 3 and shape_of(types[2]) != (w[0],):
+            raise ShapeError(f"bias must have shape [{w[0]}] (C_out), got {types[2]}")
+        return [tensor(conv2d_shape(x, w, cfg), dtype)]
+
+
+@INTERPRET.register(Conv2dOp)
+def _interpret_conv2d(op: Conv2dOp, x: np.ndarray, w: np.ndarray,
+                      bias: np.ndarray | None = None) -> np.ndarray:
+    return conv2d_numpy(x, w, conv2d_config(op.py_attrs()), bias)
+
+
+# ---------------------------------------------------------------- pools
+
+
+class Pool2dOp(RlxOp):
+    """A 2-D pool of ``x [N, C, H, W]`` over ``kernel`` windows (no dilation)."""
+
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    POOL_FN: ClassVar[Callable[[np.ndarray, Pool2dConfig], np.ndarray]]
+    ATTRS: ClassVar[dict[str, str]] = {
+        "kernel": "array<i64: kh, kw>, required",
+        "stride": "array<i64: sh, sw>, default = kernel",
+        "padding": "array<i64: ph, pw>, default [0, 0]; each at most half the kernel",
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        cfg = pool2d_config(attrs)
+        n, c, h, w = expect_rank(types[0], (4,), "input x [N, C, H, W]")
+        dtype = expect_float(types[0], "input x")
+        return [tensor((n, c, *spatial_output((h, w), cfg.kernel, cfg.stride, cfg.padding)),
+                       dtype)]
+
+
+def max_pool2d_numpy(x: np.ndarray, cfg: Pool2dConfig) -> np.ndarray:
+    """Maximum over in-bounds taps (padding is -inf, so it never wins)."""
+    xp = pad_nchw(x, cfg.padding, -np.inf)
+    return window_view(xp, cfg.kernel, cfg.stride).max(axis=(4, 5))
+
+
+def avg_pool2d_numpy(x: np.ndarray, cfg: Pool2dConfig) -> np.ndarray:
+    """Sum over in-bounds taps divided by ``kh * kw`` (count_include_pad=True)."""
+    windows = window_view(pad_nchw(x, cfg.padding), cfg.kernel, cfg.stride)
+    return windows.sum(axis=(4, 5)) / (cfg.kernel[0] * cfg.kernel[1])
+
+
+MaxPool2dOp = define_op(
+    "MaxPool2dOp", Pool2dOp, "rlx.max_pool2d",
+    """Max pooling: the maximum over the in-bounds taps of each window (padding never wins).
+
+    Example::
+
+        %p = rlx.max_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>,
+            padding = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>
+    """,
+    POOL_FN=staticmethod(max_pool2d_numpy),
+)
+AvgPool2dOp = define_op(
+    "AvgPool2dOp", Pool2dOp, "rlx.avg_pool2d",
+    """Average pooling: window sum over in-bounds taps / ``kh * kw`` (count_include_pad).
+
+    Example::
+
+        %p = rlx.avg_pool2d %x {kernel = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+    """,
+    POOL_FN=staticmethod(avg_pool2d_numpy),
+)
+POOL_OPS = (MaxPool2dOp, AvgPool2dOp)
+
+
+@INTERPRET.register(*POOL_OPS)
+def _interpret_pool(op: Pool2dOp, x: np.ndarray) -> np.ndarray:
+    return type(op).POOL_FN(x, pool2d_config(op.py_attrs()))
+
+
+OPS = [Conv2dOp, *POOL_OPS]
