@@ -1,3 +1,376 @@
-"""Op family module (filled in by its owner)."""
+"""Attention family: multi-head scaled dot-product attention (SPEC 2.1.14, DESIGN 4.1).
 
-OPS: list = []
+One op, ``rlx.attention``, on the rank-3 layout ``[B, S, H*D]`` with grouped-query
+attention (``num_kv_heads`` divides ``num_heads``) and five mask kinds::
+
+    %o = rlx.attention %q, %k, %v {num_heads = 4 : i64, num_kv_heads = 2 : i64,
+        head_dim = 8 : i64, mask_kind = "causal"}
+        : (tensor<2x5x32xf32>, tensor<2x7x16xf32>, tensor<2x7x16xf32>) -> tensor<2x5x32xf32>
+
+The numpy helpers below (:class:`AttentionConfig`, :func:`split_heads`,
+:func:`attention_scores`, :func:`attention_mask`, :func:`masked_softmax`,
+:func:`attention_probs` ...) are the one statement of the math; the backward ops
+reuse them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def
+
+from rlx_mlir.dialects.base import (
+    RlxOp,
+    ShapeError,
+    dtype_of,
+    expect_float,
+    expect_rank,
+    expect_same_dtype,
+    fmt_shape,
+    optional,
+    require,
+    shape_of,
+)
+from rlx_mlir.rules import INTERPRET
+
+# ---------------------------------------------------------------- attributes
+
+MASK_KINDS: dict[str, str] = {
+    "none": "every query sees every key",
+    "causal": "query qi sees keys ki <= (S_kv - S) + qi (last query aligned with last key)",
+    "sliding_window": "query qi sees keys abs_q - window <= ki <= abs_q, abs_q = S_kv - S + qi",
+    "custom": "mask operand [B, S_kv]: key-padding mask (i1 true, or float >= 0.5, keeps)",
+    "bias": "mask operand [B, Hq, S, S_kv]: added to the scores",
+}
+MASK_OPERAND_KINDS = ("custom", "bias")
+CUSTOM_KEEP_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """The checked attributes of an attention op, defaults resolved.
+
+    >>> AttentionConfig.from_attrs({"num_heads": 4, "head_dim": 16}).scale
+    0.25
+    """
+
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    mask_kind: str = "none"
+    window: int | None = None
+    scale: float = 1.0
+    softcap: float | None = None
+
+    @property
+    def group(self) -> int:
+        """Query heads per kv head (``Hq / Hkv``)."""
+        return self.num_heads // self.num_kv_heads
+
+    @property
+    def takes_mask(self) -> bool:
+        return self.mask_kind in MASK_OPERAND_KINDS
+
+    @classmethod
+    def from_attrs(cls, attrs: Mapping[str, Any]) -> AttentionConfig:
+        """Validate attribute values (ShapeError on bad ones) and resolve defaults."""
+        heads = _positive(attrs, "num_heads", require(attrs, "num_heads", int))
+        kv_heads = _positive(attrs, "num_kv_heads", optional(attrs, "num_kv_heads", int, heads))
+        if heads % kv_heads:
+            raise ShapeError(f"num_kv_heads {kv_heads} does not divide num_heads {heads}")
+        head_dim = _positive(attrs, "head_dim", require(attrs, "head_dim", int))
+        kind = optional(attrs, "mask_kind", str, "none")
+        if kind not in MASK_KINDS:
+            raise ShapeError(
+                f"unknown mask_kind '{kind}' (expected one of {', '.join(MASK_KINDS)})"
+            )
+        scale = optional(attrs, "score_scale", float, 1.0 / math.sqrt(head_dim))
+        return cls(heads, kv_heads, head_dim, kind, _window(attrs, kind), scale,
+                   _softcap(attrs))
+
+
+def _positive(attrs: Mapping[str, Any], name: str, value: int) -> int:
+    if value <= 0:
+        raise ShapeError(f"attribute '{name}' must be positive, got {value}")
+    return value
+
+
+def _window(attrs: Mapping[str, Any], kind: str) -> int | None:
+    """``window`` is required for sliding_window (>= 0) and rejected otherwise."""
+    if kind != "sliding_window":
+        if "window" in attrs:
+            raise ShapeError(f"attribute 'window' only applies to mask_kind 'sliding_window', "
+                             f"not '{kind}'")
+        return None
+    window = require(attrs, "window", int)
+    if window < 0:
+        raise ShapeError(f"attribute 'window' must be >= 0, got {window}")
+    return window
+
+
+def _softcap(attrs: Mapping[str, Any]) -> float | None:
+    cap = optional(attrs, "softcap", float, None)
+    if cap is not None and not cap > 0:
+        raise ShapeError(f"attribute 'softcap' must be > 0, got {cap}")
+    return cap
+
+
+# ---------------------------------------------------------------- operand checks
+
+
+@dataclass(frozen=True)
+class AttentionDims:
+    """Sizes read off the operands: batch, query length, key/value length."""
+
+    batch: int
+    q_len: int
+    kv_len: int
+
+
+def check_attention_operands(cfg: AttentionConfig, types: Sequence[TensorType]) -> AttentionDims:
+    """Check q, k, v (and the mask) against ``cfg``; ShapeError on any mismatch."""
+    _check_operand_count(cfg, len(types))
+    q, k, v = types[:3]
+    expect_same_dtype([q, k, v], "q, k and v")
+    expect_float(q, "q")
+    (bq, s, wq), (bk, skv, wk), (bv, sv, wv) = (
+        expect_rank(t, (3,), name) for t, name in ((q, "q"), (k, "k"), (v, "v"))
+    )
+    if not bq == bk == bv:
+        raise ShapeError(f"batch sizes differ: q {bq}, k {bk}, v {bv}")
+    if skv != sv:
+        raise ShapeError(f"k and v lengths differ: k has {skv} keys, v has {sv}")
+    _check_width("q", wq, cfg.num_heads, cfg.head_dim, "num_heads")
+    _check_width("k", wk, cfg.num_kv_heads, cfg.head_dim, "num_kv_heads")
+    _check_width("v", wv, cfg.num_kv_heads, cfg.head_dim, "num_kv_heads")
+    dims = AttentionDims(bq, s, skv)
+    if cfg.takes_mask:
+        MASK_OPERAND_RULES[cfg.mask_kind](cfg, dims, types[3], dtype_of(q))
+    return dims
+
+
+def _check_operand_count(cfg: AttentionConfig, count: int) -> None:
+    if cfg.takes_mask and count != 4:
+        raise ShapeError(f"mask_kind '{cfg.mask_kind}' needs a mask operand (q, k, v, mask)")
+    if not cfg.takes_mask and count != 3:
+        raise ShapeError(
+            f"mask_kind '{cfg.mask_kind}' takes no mask operand, got {count} operands"
+        )
+
+
+def _check_width(what: str, width: int, heads: int, head_dim: int, heads_name: str) -> None:
+    if width != heads * head_dim:
+        raise ShapeError(
+            f"{what} width {width} is not {heads_name} * head_dim = {heads} * {head_dim}"
+        )
+
+
+def _check_mask_shape(mask: TensorType, want: tuple[int, ...], kind: str) -> None:
+    if shape_of(mask) != want:
+        raise ShapeError(
+            f"'{kind}' mask must have shape {fmt_shape(want)}, got {fmt_shape(shape_of(mask))}"
+        )
+
+
+def _check_custom_mask(cfg: AttentionConfig, dims: AttentionDims, mask: TensorType,
+                       dtype: str) -> None:
+    _check_mask_shape(mask, (dims.batch, dims.kv_len), "custom")
+    if dtype_of(mask) not in ("i1", dtype):
+        raise ShapeError(f"'custom' mask must be i1 or {dtype} (the dtype of q), got {mask}")
+
+
+def _check_bias_mask(cfg: AttentionConfig, dims: AttentionDims, mask: TensorType,
+                     dtype: str) -> None:
+    _check_mask_shape(mask, (dims.batch, cfg.num_heads, dims.q_len, dims.kv_len), "bias")
+    if dtype_of(mask) != dtype:
+        raise ShapeError(f"'bias' mask must be {dtype} (the dtype of q), got {mask}")
+
+
+MASK_OPERAND_RULES: dict[str, Callable[[AttentionConfig, AttentionDims, TensorType, str], None]]
+MASK_OPERAND_RULES = {"custom": _check_custom_mask, "bias": _check_bias_mask}
+
+
+# ---------------------------------------------------------------- numpy math
+
+
+def split_heads(x: np.ndarray, heads: int) -> np.ndarray:
+    """``[B, S, H*D] -> [B, H, S, D]``.
+
+    >>> split_heads(np.zeros((2, 5, 12)), 3).shape
+    (2, 3, 5, 4)
+    """
+    b, s, width = x.shape
+    return x.reshape(b, s, heads, width // heads).transpose(0, 2, 1, 3)
+
+
+def merge_heads(x: np.ndarray) -> np.ndarray:
+    """``[B, H, S, D] -> [B, S, H*D]`` (inverse of :func:`split_heads`)."""
+    b, h, s, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, s, h * d)
+
+
+def expand_kv_heads(x: np.ndarray, group: int) -> np.ndarray:
+    """``[B, Hkv, S, D] -> [B, Hkv*group, S, D]``: query head h reads kv head h // group."""
+    return np.repeat(x, group, axis=1)
+
+
+def reduce_kv_heads(dx: np.ndarray, group: int) -> np.ndarray:
+    """Adjoint of :func:`expand_kv_heads`: sum each group of query heads."""
+    b, h, s, d = dx.shape
+    return dx.reshape(b, h // group, group, s, d).sum(axis=2)
+
+
+def attention_scores(q_heads: np.ndarray, k_heads: np.ndarray, scale: float) -> np.ndarray:
+    """``scale * Q K^T`` per head: ``[B, H, S, D] x [B, H, S_kv, D] -> [B, H, S, S_kv]``."""
+    return (q_heads @ np.swapaxes(k_heads, -1, -2)) * q_heads.dtype.type(scale)
+
+
+def apply_softcap(scores: np.ndarray, cap: float | None) -> np.ndarray:
+    """``cap * tanh(s / cap)``, or ``s`` unchanged when ``cap`` is None."""
+    if cap is None:
+        return scores
+    c = scores.dtype.type(cap)
+    return c * np.tanh(scores / c)
+
+
+def _keep_all(cfg: AttentionConfig, s: int, skv: int, mask: np.ndarray | None) -> np.ndarray:
+    return np.ones((s, skv), dtype=bool)
+
+
+def _key_and_query_positions(s: int, skv: int) -> tuple[np.ndarray, np.ndarray]:
+    """Absolute query positions ``S_kv - S + qi`` (column) and key positions (row)."""
+    abs_q = (skv - s) + np.arange(s)[:, None]
+    return abs_q, np.arange(skv)[None, :]
+
+
+def _keep_causal(cfg: AttentionConfig, s: int, skv: int, mask: np.ndarray | None) -> np.ndarray:
+    abs_q, ki = _key_and_query_positions(s, skv)
+    return ki <= abs_q
+
+
+def _keep_window(cfg: AttentionConfig, s: int, skv: int, mask: np.ndarray | None) -> np.ndarray:
+    abs_q, ki = _key_and_query_positions(s, skv)
+    return (ki <= abs_q) & (ki >= abs_q - cfg.window)
+
+
+def _keep_custom(cfg: AttentionConfig, s: int, skv: int, mask: np.ndarray | None) -> np.ndarray:
+    keys = mask if mask.dtype == np.bool_ else mask >= CUSTOM_KEEP_THRESHOLD
+    return keys[:, None, None, :]  # [B, 1, 1, S_kv]: every head and query
+
+
+KEEP_RULES: dict[str, Callable[[AttentionConfig, int, int, np.ndarray | None], np.ndarray]] = {
+    "none": _keep_all,
+    "causal": _keep_causal,
+    "sliding_window": _keep_window,
+    "custom": _keep_custom,
+    "bias": _keep_all,
+}
+
+
+def attention_mask(cfg: AttentionConfig, s: int, skv: int,
+                   mask: np.ndarray | None = None) -> np.ndarray:
+    """Boolean keep-matrix (True = the key is attended), broadcastable to [B, H, S, S_kv].
+
+    >>> cfg = AttentionConfig(1, 1, 4, "causal")
+    >>> attention_mask(cfg, 2, 3).astype(int).tolist()
+    [[1, 1, 0], [1, 1, 1]]
+    """
+    return KEEP_RULES[cfg.mask_kind](cfg, s, skv, mask)
+
+
+def masked_softmax(logits: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis where dropped entries get probability exactly 0.
+
+    Entries equal to ``-inf`` are dropped too; a row with nothing kept is all zeros.
+    """
+    keep = np.broadcast_to(keep, logits.shape) & (logits != -np.inf)
+    shifted = np.where(keep, logits, -np.inf)
+    row_max = shifted.max(axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0)
+    weights = np.where(keep, np.exp(shifted - row_max), 0)
+    total = weights.sum(axis=-1, keepdims=True)
+    return np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+
+
+def attention_logits(cfg: AttentionConfig, q_heads: np.ndarray, k_heads: np.ndarray,
+                     mask: np.ndarray | None = None) -> np.ndarray:
+    """Pre-softmax logits ``[B, Hq, S, S_kv]``: scale, softcap, then the bias (if any).
+
+    ``k_heads`` already has ``num_heads`` heads (see :func:`expand_kv_heads`).
+    """
+    logits = apply_softcap(attention_scores(q_heads, k_heads, cfg.scale), cfg.softcap)
+    return logits + mask if cfg.mask_kind == "bias" else logits
+
+
+def attention_probs(cfg: AttentionConfig, q: np.ndarray, k: np.ndarray,
+                    mask: np.ndarray | None = None) -> np.ndarray:
+    """Probabilities ``P [B, Hq, S, S_kv]`` from q ``[B, S, Hq*D]`` and k ``[B, S_kv, Hkv*D]``."""
+    q_heads = split_heads(q, cfg.num_heads)
+    k_heads = expand_kv_heads(split_heads(k, cfg.num_kv_heads), cfg.group)
+    logits = attention_logits(cfg, q_heads, k_heads, mask)
+    return masked_softmax(logits, attention_mask(cfg, q.shape[1], k.shape[1], mask))
+
+
+def attention_forward(cfg: AttentionConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                      mask: np.ndarray | None = None) -> np.ndarray:
+    """``O = P V`` in the ``[B, S, Hq*D]`` layout."""
+    v_heads = expand_kv_heads(split_heads(v, cfg.num_kv_heads), cfg.group)
+    return merge_heads(attention_probs(cfg, q, k, mask) @ v_heads)
+
+
+# ---------------------------------------------------------------- the op
+
+
+@irdl_op_definition
+class AttentionOp(RlxOp):
+    """Multi-head scaled dot-product attention with grouped-query heads.
+
+    Per batch b and query head h (reading kv head ``h // (Hq/Hkv)``):
+    ``s = score_scale * Q K^T``; ``s = softcap * tanh(s / softcap)`` when softcap is
+    set; ``s += mask[b, h]`` for ``bias``; the keys dropped by ``mask_kind`` get
+    probability exactly 0; ``O = softmax(s) V``. A query row whose every key is
+    masked (e.g. causal with S > S_kv, or a custom mask of all pads) outputs zeros.
+
+    Example::
+
+        %o = rlx.attention %q, %k, %v, %m {num_heads = 2 : i64, head_dim = 4 : i64,
+            mask_kind = "custom"} : (tensor<1x3x8xf32>, tensor<1x5x8xf32>,
+            tensor<1x5x8xf32>, tensor<1x5xi1>) -> tensor<1x3x8xf32>
+    """
+
+    name = "rlx.attention"
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {
+        "num_heads": "i64, required: query heads Hq",
+        "num_kv_heads": "i64, default num_heads: key/value heads Hkv, must divide Hq",
+        "head_dim": "i64, required: D (q width Hq*D, k/v width Hkv*D)",
+        "mask_kind": "string, default none: " + "|".join(MASK_KINDS),
+        "window": "i64 >= 0, required iff mask_kind = sliding_window",
+        "score_scale": "f32, default 1/sqrt(head_dim)",
+        "softcap": "f32 > 0, default none: scores become softcap*tanh(s/softcap)",
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        check_attention_operands(AttentionConfig.from_attrs(attrs), types)
+        return [types[0]]
+
+
+@INTERPRET.register(AttentionOp)
+def _interpret_attention(op: AttentionOp, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                         mask: np.ndarray | None = None) -> np.ndarray:
+    cfg = AttentionConfig.from_attrs(op.py_attrs())
+    with np.errstate(all="ignore"):
+        return attention_forward(cfg, q, k, v, mask)
+
+
+OPS = [AttentionOp]
