@@ -1,3 +1,446 @@
-"""Op family module (filled in by its owner)."""
+"""Neural-network family: softmax, log_softmax, the normalisations, softmax
+cross-entropy and rotary position embedding (SPEC 2.1.9-2.1.13, 2.1.20, 2.2.4).
 
-OPS: list = []
+Every op but cross-entropy keeps the shape and dtype of ``x`` (f32 or f64)::
+
+    %y = rlx.layer_norm %x, %g, %b {eps = 1.0e-05 : f32}
+           : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    %l = rlx.softmax_cross_entropy %z, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<4xf32>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def
+
+from rlx_mlir.dialects.base import (
+    RlxOp,
+    ShapeError,
+    define_op,
+    dtype_of,
+    expect_float,
+    expect_index,
+    expect_rank,
+    norm_axis,
+    optional,
+    require,
+    shape_of,
+    tensor,
+)
+from rlx_mlir.rules import INTERPRET
+
+AXIS_DOC = "i64, default -1 (negative counts from the end)"
+LAST_AXIS_DOC = "i64, default -1; must name the last axis"
+
+
+def eps_doc(default: float) -> str:
+    return f"f32, default {default:g}; added to the variance (>= 0)"
+
+
+# ---------------------------------------------------------------- shared checks
+
+
+def check_eps(attrs: dict[str, Any], default: float) -> float:
+    """The ``eps`` attribute (an f32 float >= 0), or ``default``."""
+    eps = optional(attrs, "eps", float, default)
+    if not eps >= 0:
+        raise ShapeError(f"attribute 'eps' must be >= 0, got {eps}")
+    return eps
+
+
+def check_last_axis(op_name: str, attrs: dict[str, Any], rank: int) -> int:
+    """``axis`` (default -1) normalised; ShapeError unless it is the last axis.
+
+    ``check_last_axis("rlx.layer_norm", {"axis": -1}, 2) == 1``
+    """
+    raw = optional(attrs, "axis", int, -1)
+    axis = norm_axis(raw, rank)
+    if axis != rank - 1:
+        raise ShapeError(
+            f"'{op_name}' normalises the last axis only: axis {raw} is axis {axis} "
+            f"of a rank-{rank} operand (transpose first)"
+        )
+    return axis
+
+
+def check_vectors(op_name: str, dtype: str, size: int, reason: str,
+                  named: Sequence[tuple[str, TensorType]]) -> None:
+    """Each ``(name, type)`` must be ``tensor<size x dtype>``.
+
+    ``reason`` says where ``size`` comes from ("the last dim of x", ...).
+    """
+    want = tensor((size,), dtype)
+    for name, t in named:
+        if shape_of(t) != (size,) or dtype_of(t) != dtype:
+            raise ShapeError(f"'{op_name}' {name} must be {want} ({reason}), got {t}")
+
+
+# ---------------------------------------------------------------- softmax / log_softmax
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+class SoftmaxLikeOp(RlxOp):
+    """A normalisation of exponentials along ``axis`` (any axis; same shape and dtype)."""
+
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {"axis": AXIS_DOC}
+    NUMPY_FN: ClassVar[Callable[[np.ndarray, int], np.ndarray]]
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        expect_float(types[0], f"'{cls.name}' operand")
+        norm_axis(optional(attrs, "axis", int, -1), len(shape_of(types[0])))
+        return [types[0]]
+
+
+SoftmaxOp = define_op(
+    "SoftmaxOp", SoftmaxLikeOp, "rlx.softmax",
+    """Softmax ``exp(x - max) / sum(exp(x - max))`` along ``axis`` (stable).
+
+    Example::
+
+        %y = rlx.softmax %x {axis = 0 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    """,
+    NUMPY_FN=staticmethod(_softmax),
+)
+LogSoftmaxOp = define_op(
+    "LogSoftmaxOp", SoftmaxLikeOp, "rlx.log_softmax",
+    """Log-softmax ``x - max - log(sum(exp(x - max)))`` along ``axis`` (stable).
+
+    Example::
+
+        %y = rlx.log_softmax %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    """,
+    NUMPY_FN=staticmethod(_log_softmax),
+)
+
+
+@INTERPRET.register(SoftmaxOp, LogSoftmaxOp)
+def _interpret_softmax_like(op: SoftmaxLikeOp, x: np.ndarray) -> np.ndarray:
+    axis = norm_axis(op.attr("axis", -1), x.ndim)
+    with np.errstate(all="ignore"):
+        return type(op).NUMPY_FN(x, axis)
+
+
+# ---------------------------------------------------------------- layer_norm / rms_norm
+
+
+@irdl_op_definition
+class LayerNormOp(RlxOp):
+    """Layer norm over the last axis: ``(x - mean) / sqrt(var + eps) * gamma + beta``.
+
+    The variance is biased (divides by D). gamma and beta are ``[D]``, D the last dim.
+
+    Example::
+
+        %y = rlx.layer_norm %x, %g, %b {eps = 1.0e-05 : f32}
+               : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    """
+
+    name = "rlx.layer_norm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {"axis": LAST_AXIS_DOC, "eps": eps_doc(1e-5)}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, gamma, beta = types
+        dtype = expect_float(x, f"'{cls.name}' operand x")
+        shape = shape_of(x)
+        check_last_axis(cls.name, attrs, len(shape))
+        check_eps(attrs, 1e-5)
+        check_vectors(cls.name, dtype, shape[-1], "the last dim of x",
+                      [("gamma", gamma), ("beta", beta)])
+        return [x]
+
+
+@INTERPRET.register(LayerNormOp)
+def _interpret_layer_norm(op: LayerNormOp, x: np.ndarray, gamma: np.ndarray,
+                          beta: np.ndarray) -> np.ndarray:
+    eps = op.attr("eps", 1e-5)
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+@irdl_op_definition
+class RmsNormOp(RlxOp):
+    """RMS norm over the last axis: ``x * rsqrt(mean(x^2) + eps) * gamma (+ beta)``.
+
+    ``beta`` is optional (DESIGN's contract is ``x, gamma``; SPEC's reference adds a
+    beta, zeros in Llama-style graphs).
+
+    Example::
+
+        %y = rlx.rms_norm %x, %g {eps = 1.0e-06 : f32}
+               : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    """
+
+    name = "rlx.rms_norm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {"axis": LAST_AXIS_DOC, "eps": eps_doc(1e-6)}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, *params = types
+        dtype = expect_float(x, f"'{cls.name}' operand x")
+        shape = shape_of(x)
+        check_last_axis(cls.name, attrs, len(shape))
+        check_eps(attrs, 1e-6)
+        check_vectors(cls.name, dtype, shape[-1], "the last dim of x",
+                      list(zip(("gamma", "beta"), params, strict=False)))
+        return [x]
+
+
+@INTERPRET.register(RmsNormOp)
+def _interpret_rms_norm(op: RmsNormOp, x: np.ndarray, gamma: np.ndarray,
+                        beta: np.ndarray | None = None) -> np.ndarray:
+    eps = op.attr("eps", 1e-6)
+    y = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * gamma
+    return y if beta is None else y + beta
+
+
+# ---------------------------------------------------------------- group_norm / batch_norm
+
+
+@irdl_op_definition
+class GroupNormOp(RlxOp):
+    """Group norm of ``x [N, C, H, W]`` or ``[N, C, L]``; gamma, beta are ``[C]``.
+
+    Each sample's ``num_groups`` groups of ``C / num_groups`` consecutive channels are
+    normalised over all their elements (biased variance), then scaled per channel.
+
+    Example::
+
+        %y = rlx.group_norm %x, %g, %b {num_groups = 2 : i64}
+               : (tensor<2x4x3xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x3xf32>
+    """
+
+    name = "rlx.group_norm"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {
+        "num_groups": "i64, required; positive and divides C",
+        "eps": eps_doc(1e-5),
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, gamma, beta = types
+        dtype = expect_float(x, f"'{cls.name}' operand x")
+        channels = expect_rank(x, (3, 4), f"'{cls.name}' operand x ([N, C, L] or [N, C, H, W])")[1]
+        groups = require(attrs, "num_groups", int)
+        if groups <= 0 or channels % groups:
+            raise ShapeError(
+                f"'{cls.name}' num_groups = {groups} must be positive and divide C = {channels}"
+            )
+        check_eps(attrs, 1e-5)
+        check_vectors(cls.name, dtype, channels, "one per channel, dim 1 of x",
+                      [("gamma", gamma), ("beta", beta)])
+        return [x]
+
+
+@INTERPRET.register(GroupNormOp)
+def _interpret_group_norm(op: GroupNormOp, x: np.ndarray, gamma: np.ndarray,
+                          beta: np.ndarray) -> np.ndarray:
+    eps = op.attr("eps", 1e-5)
+    grouped = x.reshape(x.shape[0], op.attr("num_groups"), -1)
+    mean = grouped.mean(axis=-1, keepdims=True)
+    var = ((grouped - mean) ** 2).mean(axis=-1, keepdims=True)
+    normed = ((grouped - mean) / np.sqrt(var + eps)).reshape(x.shape)
+    per_channel = (1, -1) + (1,) * (x.ndim - 2)
+    return normed * gamma.reshape(per_channel) + beta.reshape(per_channel)
+
+
+@irdl_op_definition
+class BatchNormInferenceOp(RlxOp):
+    """Batch norm with frozen statistics; the channel axis is the LAST axis of x.
+
+    ``y = (x - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c]``; the four
+    vectors are ``[C]``.
+
+    Example::
+
+        %y = rlx.batch_norm_inference %x, %g, %b, %m, %v {eps = 1.0e-05 : f32}
+               : (tensor<2x5x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>,
+                  tensor<3xf32>) -> tensor<2x5x3xf32>
+    """
+
+    name = "rlx.batch_norm_inference"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    var = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {"eps": eps_doc(1e-5)}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, *stats = types
+        dtype = expect_float(x, f"'{cls.name}' operand x")
+        shape = shape_of(x)
+        if not shape:
+            raise ShapeError(f"'{cls.name}' operand x needs a channel (last) axis, got {x}")
+        check_eps(attrs, 1e-5)
+        check_vectors(cls.name, dtype, shape[-1], "one per channel, the last dim of x",
+                      list(zip(("gamma", "beta", "mean", "var"), stats, strict=True)))
+        return [x]
+
+
+@INTERPRET.register(BatchNormInferenceOp)
+def _interpret_batch_norm(op: BatchNormInferenceOp, x: np.ndarray, gamma: np.ndarray,
+                          beta: np.ndarray, mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+    return (x - mean) / np.sqrt(var + op.attr("eps", 1e-5)) * gamma + beta
+
+
+# ---------------------------------------------------------------- softmax_cross_entropy
+
+
+@irdl_op_definition
+class SoftmaxCrossEntropyOp(RlxOp):
+    """Per-row loss ``logsumexp(z_n) - z_n[label_n]`` of logits ``[N, C]``; result ``[N]``.
+
+    Labels are ``[N]`` i32, i64 or f32-encoded integers (f32 labels truncate toward
+    zero). No reduction, ignore_index or smoothing. A label outside ``[0, C)``
+    (negative, too large, NaN) has an all-zero one-hot row, so its loss is
+    ``logsumexp(z_n)`` (and its logits' gradient is ``softmax(z_n)``).
+
+    Example::
+
+        %l = rlx.softmax_cross_entropy %z, %t
+               : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<4xf32>
+    """
+
+    name = "rlx.softmax_cross_entropy"
+    logits = operand_def(TensorType)
+    labels = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        logits, labels = types
+        dtype = expect_float(logits, f"'{cls.name}' logits")
+        rows = expect_rank(logits, (2,), f"'{cls.name}' logits ([N, C])")[0]
+        expect_index(labels, f"'{cls.name}' labels")
+        if shape_of(labels) != (rows,):
+            raise ShapeError(
+                f"'{cls.name}' labels must be [N] = [{rows}] (one class per row), got {labels}"
+            )
+        return [tensor((rows,), dtype)]
+
+
+def label_indices(labels: np.ndarray, classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(class index, in-range mask) of integer or f32-encoded labels.
+
+    ``label_indices(np.array([1.7, -1, 9]), 3)`` is ``([1, 0, 0], [True, False, False])``.
+    """
+    values = np.trunc(labels.astype(np.float64)) if labels.dtype.kind == "f" else labels
+    valid = (values >= 0) & (values < classes)
+    return np.where(valid, values, 0).astype(np.int64), valid
+
+
+@INTERPRET.register(SoftmaxCrossEntropyOp)
+def _interpret_softmax_cross_entropy(op: SoftmaxCrossEntropyOp, logits: np.ndarray,
+                                     labels: np.ndarray) -> np.ndarray:
+    index, valid = label_indices(labels, logits.shape[1])
+    top = logits.max(axis=1, keepdims=True)
+    shifted = logits - top  # loss = log(sum(exp(shifted))) - shifted[label], no cancellation
+    with np.errstate(all="ignore"):
+        log_sum = np.log(np.exp(shifted).sum(axis=1))
+    picked = np.take_along_axis(shifted, index[:, None], axis=1)[:, 0]
+    return log_sum - np.where(valid, picked, -top[:, 0])
+
+
+# ---------------------------------------------------------------- rope
+
+
+@irdl_op_definition
+class RopeOp(RlxOp):
+    """Rotary position embedding, rotate-half form, on ``x [B, S, H*head_dim]`` or
+    ``[S, H*head_dim]`` with tables ``cos``, ``sin`` of shape ``[S, head_dim/2]``.
+
+    Per position s and head, with ``half = n_rot/2`` and ``c_i = cos[s, i]``, for
+    ``i < half``: ``y[i] = x[i] c_i - x[half+i] s_i``, ``y[half+i] = x[half+i] c_i +
+    x[i] s_i``; dims ``n_rot .. head_dim-1`` pass through.
+
+    Example::
+
+        %y = rlx.rope %x, %c, %s {head_dim = 4 : i64}
+               : (tensor<1x3x8xf32>, tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<1x3x8xf32>
+    """
+
+    name = "rlx.rope"
+    x = operand_def(TensorType)
+    cos = operand_def(TensorType)
+    sin = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {
+        "head_dim": "i64, required; positive, even, divides the last dim of x",
+        "n_rot": "i64, default head_dim; positive, even, <= head_dim (rotated dims per head)",
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, cos, sin = types
+        dtype = expect_float(x, f"'{cls.name}' operand x")
+        shape = expect_rank(x, (2, 3), f"'{cls.name}' operand x ([S, hidden] or [B, S, hidden])")
+        head_dim = require(attrs, "head_dim", int)
+        if head_dim <= 0 or head_dim % 2 or shape[-1] % head_dim:
+            raise ShapeError(
+                f"'{cls.name}' head_dim = {head_dim} must be positive, even and divide "
+                f"the hidden size {shape[-1]}"
+            )
+        n_rot = optional(attrs, "n_rot", int, head_dim)
+        if not 0 < n_rot <= head_dim or n_rot % 2:
+            raise ShapeError(
+                f"'{cls.name}' n_rot = {n_rot} must be positive, even and <= head_dim = {head_dim}"
+            )
+        want = tensor((shape[-2], head_dim // 2), dtype)
+        for table_name, table in (("cos", cos), ("sin", sin)):
+            if table != want:
+                raise ShapeError(
+                    f"'{cls.name}' {table_name} table must be {want} ([S, head_dim/2]), got {table}"
+                )
+        return [x]
+
+
+@INTERPRET.register(RopeOp)
+def _interpret_rope(op: RopeOp, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    head_dim = op.attr("head_dim")
+    half = op.attr("n_rot", head_dim) // 2
+    heads = x.reshape(*x.shape[:-1], -1, head_dim)  # [..., S, H, head_dim]
+    c, s = cos[:, None, :half], sin[:, None, :half]  # [S, 1, half]
+    first, second = heads[..., :half], heads[..., half:2 * half]
+    y = heads.copy()
+    y[..., :half] = first * c - second * s
+    y[..., half:2 * half] = second * c + first * s
+    return y.reshape(x.shape)
+
+
+OPS = [
+    SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, GroupNormOp, BatchNormInferenceOp,
+    SoftmaxCrossEntropyOp, RopeOp,
+]
