@@ -14,9 +14,10 @@ from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.interpreter import interpret
 from rlx_mlir.ir import parse, to_text, verify
+from rlx_mlir.runtime.jit import compile  # noqa: A004
 from rlx_mlir.transforms.autodiff import grad_with_loss
 
 __all__ = [
-    "Builder", "Tensor", "RlxError", "grad_with_loss", "interpret", "parse", "to_text", "verify",
+    "Builder", "Tensor", "RlxError", "compile", "grad_with_loss", "interpret", "parse", "to_text", "verify",
 ]
 __version__ = "0.1.0"

@@ -234,6 +234,74 @@ class Builder:
             "scatter_add", updates, indices, axis=axis, out=[tensor(shape, updates.dtype)]
         )
 
+    # -- ops with regions ------------------------------------------------------
+    def region(self, arg_types: Sequence[TensorType], body) -> Region:
+        """A single-block region: ``body(builder, *args)`` returns what it yields."""
+        block = Block(arg_types=list(arg_types))
+        inner = Builder.appending_to(block, self.location)
+        out = body(inner, *[inner.wrap(a) for a in block.args])
+        outs = out if isinstance(out, (tuple, list)) else [out]
+        inner.emit("yield", *outs)
+        return Region(block)
+
+    def _emit_with_regions(self, op_name: str, operands: Sequence[Tensor],
+                           regions: Sequence[Region], out=None, **attrs: Any):
+        op_cls = op_by_name(op_name)
+        loc = self.location if self.location is not None else _user_location()
+        try:
+            op = op_cls.make([self._value(o) for o in operands], attrs, out, regions)
+            op.verify()
+        except (VerifyException, TypeError) as e:
+            raise RlxError(f"'{op_cls.name}' op {e}", loc=loc_from_attr(loc)) from None
+        if loc is not None:
+            op.location = loc
+        self.block.add_op(op)
+        results = tuple(Tensor(self, r) for r in op.results)
+        return results[0] if len(results) == 1 else results
+
+    def scan(self, init: Tensor, body, length: int, xs: Sequence[Tensor] = (),
+             bcasts: Sequence[Tensor] = (), save_trajectory: bool = False,
+             num_checkpoints: int = 0) -> Tensor:
+        """``c = init; for t: c = body(b, c, *bcasts, *(x[t] for x in xs))``.
+
+        >>> # b.scan(x0, lambda b, c, x: c + x, length=4, xs=[xs])
+        """
+        step_types = [tensor(x.shape[1:], x.dtype) for x in xs]
+        region = self.region([init.type, *(v.type for v in bcasts), *step_types], body)
+        return self._emit_with_regions(
+            "scan", [init, *bcasts, *xs], [region], length=length, num_xs=len(xs) or None,
+            save_trajectory=save_trajectory or None, num_checkpoints=num_checkpoints or None)
+
+    def cond(self, pred: Tensor, then_body, else_body, *captured: Tensor):
+        """``rlx.if``: both bodies take ``captured`` and return the same types."""
+        types = [c.type for c in captured]
+        then_region = self.region(types, then_body)
+        else_region = self.region(types, else_body)
+        out = [v.type for v in then_region.block.last_op.operands]
+        return self._emit_with_regions("if", [pred, *captured], [then_region, else_region],
+                                       out=out)
+
+    def while_loop(self, init: Tensor, cond, body, max_iterations: int | None = None):
+        """``rlx.while``: ``cond(b, s)`` returns a one-element i1, ``body(b, s)`` the state."""
+        return self._emit_with_regions(
+            "while", [init], [self.region([init.type], cond), self.region([init.type], body)],
+            max_iterations=max_iterations)
+
+    def custom_fn(self, primals: Sequence[Tensor], fwd, vjp=None, jvp=None) -> Tensor:
+        """``rlx.custom_fn``: ``fwd(b, *primals)``; ``vjp(b, *primals, y, g)`` returns one
+        gradient per primal; ``jvp(b, *primals, *tangents)`` the result tangent."""
+        types = [p.type for p in primals]
+        fwd_region = self.region(types, fwd)
+        out = fwd_region.block.last_op.operands[0].type
+        regions = [fwd_region]
+        if vjp is not None:
+            regions.append(self.region([*types, out, out], vjp))
+        if jvp is not None:
+            regions.append(self.region([*types, *types], jvp))
+        return self._emit_with_regions(
+            "custom_fn", primals, regions, out=[out],
+            has_vjp=True if vjp is not None else None, has_jvp=True if jvp is not None else None)
+
     def constant(self, value: np.ndarray | float, dtype: str | None = None) -> Tensor:
         array = np.asarray(value, dtype=NUMPY_DTYPES[dtype] if dtype else None)
         if array.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):

@@ -61,6 +61,10 @@ VJP = Registry("vjp (reverse-mode autodiff)")
 JVP = Registry("jvp (forward-mode autodiff)")
 VMAP = Registry("vmap (batching)")
 LOWER = Registry("lowering to linalg")
+PREPARE_AD = Registry("prepare-for-autodiff")
+"""Rewrites applied while the forward body is mirrored for AD (SPEC 4.4): inline
+``rlx.if``, unroll ``rlx.while``, inline ``rlx.custom_fn`` without a vjp, put scans in
+trajectory form. A rule ``(builder, op, operands) -> results`` emits the replacement."""
 
 ALL_REGISTRIES = {
     "interpret": INTERPRET,

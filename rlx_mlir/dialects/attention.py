@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -36,7 +36,11 @@ from rlx_mlir.dialects.base import (
     require,
     shape_of,
 )
-from rlx_mlir.rules import INTERPRET
+from rlx_mlir.rules import INTERPRET, VJP
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
 
 # ---------------------------------------------------------------- attributes
 
@@ -374,3 +378,24 @@ def _interpret_attention(op: AttentionOp, q: np.ndarray, k: np.ndarray, v: np.nd
 
 
 OPS = [AttentionOp]
+
+
+# ---------------------------------------------------------------- VJP rules (SPEC 5.10)
+
+
+@VJP.register(AttentionOp)
+def _vjp_attention(ctx: VjpContext, op: AttentionOp, g: Tensor) -> list[Tensor | None]:
+    """dq, dk, dv: one ``rlx.attention_backward`` each, every forward attribute kept.
+
+    A ``bias`` mask gets ``wrt = "bias"`` (dS); a ``custom`` key-padding mask gets none.
+    """
+    q, k, v, *mask = ctx.inputs(op)
+    attrs = op.py_attrs()
+
+    def grad(wrt: str) -> Tensor:
+        return ctx.b.attention_backward(q, k, v, g, *mask, **attrs, wrt=wrt)
+
+    grads: list[Tensor | None] = [grad("q"), grad("k"), grad("v")]
+    if mask:
+        grads.append(grad("bias") if attrs.get("mask_kind") == "bias" else None)
+    return grads

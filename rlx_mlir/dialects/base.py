@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Region, SSAValue
 from xdsl.irdl import IRDLOperation, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -252,6 +252,7 @@ class RlxOp(IRDLOperation):
         operands: Sequence[SSAValue],
         attrs: Mapping[str, Any] | None = None,
         out: Sequence[TensorType] | None = None,
+        regions: Sequence[Region] = (),
     ) -> RlxOp:
         """Build the op, inferring result types (``out`` for RESULT_FROM_TYPE ops)."""
         attributes = {k: to_attr(v) for k, v in (attrs or {}).items() if v is not None}
@@ -259,7 +260,8 @@ class RlxOp(IRDLOperation):
         types = [v.type for v in operands]
         result_types = cls.infer(types, py, out)  # type: ignore[arg-type]
         return cls.create(
-            operands=list(operands), result_types=list(result_types), attributes=attributes
+            operands=list(operands), result_types=list(result_types), attributes=attributes,
+            regions=list(regions),
         )
 
     # -- syntax --------------------------------------------------------------
@@ -274,6 +276,12 @@ class RlxOp(IRDLOperation):
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         ftype = parser.parse_function_type()
+        regions = []
+        if parser.parse_optional_punctuation("(") is not None:
+            regions = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_region
+            )
+            parser.parse_punctuation(")")
         inputs = list(ftype.inputs.data)
         if len(inputs) != len(unresolved):
             parser.raise_error(
@@ -289,6 +297,7 @@ class RlxOp(IRDLOperation):
             operands=operands,
             result_types=list(ftype.outputs.data),
             attributes=attributes,
+            regions=regions,
         )
 
     def print(self, printer: Printer) -> None:
@@ -300,6 +309,10 @@ class RlxOp(IRDLOperation):
         printer.print_function_type(
             [v.type for v in self.operands], [r.type for r in self.results]
         )
+        if self.regions:
+            printer.print_string(" (")
+            printer.print_list(self.regions, printer.print_region)
+            printer.print_string(")")
 
 
 def expect_rank(t: TensorType, ranks: Sequence[int], what: str) -> tuple[int, ...]:

@@ -1,3 +1,516 @@
-"""Op family module (filled in by its owner)."""
+"""Control family: ``rlx.scan``, ``rlx.if``, ``rlx.while``, ``rlx.custom_fn`` and
+``rlx.yield`` (SPEC 2.1.21, 2.2.5-2.2.8).
 
-OPS: list = []
+Bodies are regions; their block arguments replace RLX's "NodeId order"::
+
+    %c = rlx.scan %init, %xs {length = 4 : i64, num_xs = 1 : i64}
+           : (tensor<3xf32>, tensor<4x3xf32>) -> tensor<3xf32> ({
+    ^bb0(%carry: tensor<3xf32>, %x: tensor<3xf32>):
+      %next = rlx.add %carry, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+      rlx.yield %next : (tensor<3xf32>) -> ()
+    })
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block, Region
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_region_def,
+    var_result_def,
+)
+from xdsl.traits import IsTerminator, Pure
+
+from rlx_mlir.diagnostics import RlxError, loc_of
+from rlx_mlir.dialects.base import (
+    RlxOp,
+    ShapeError,
+    dtype_of,
+    numpy_dtype,
+    optional,
+    require,
+    shape_of,
+    tensor,
+)
+from rlx_mlir.rules import INTERPRET, PREPARE_AD, VJP, no_gradient
+from rlx_mlir.runtime.signature import arg_names
+from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Builder, Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
+
+# ---------------------------------------------------------------- yield
+
+
+@irdl_op_definition
+class YieldOp(RlxOp):
+    """Terminator of every rlx region: the region's results."""
+
+    name = "rlx.yield"
+    values = var_operand_def(TensorType)
+    traits = traits_def(IsTerminator(), Pure())
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        return []
+
+
+def yielded_types(block: Block) -> list[TensorType]:
+    last = block.last_op
+    if not isinstance(last, YieldOp):
+        raise ShapeError("region must end with rlx.yield")
+    return [v.type for v in last.values]  # type: ignore[misc]
+
+
+def check_block(block: Block, args: Sequence[TensorType], results: Sequence[TensorType],
+                what: str) -> None:
+    """The block takes ``args`` and yields ``results``; ShapeError otherwise."""
+    got = [a.type for a in block.args]
+    if got != list(args):
+        raise ShapeError(f"{what} takes ({', '.join(map(str, got))}) but must take "
+                         f"({', '.join(map(str, args))})")
+    yielded = yielded_types(block)
+    if yielded != list(results):
+        raise ShapeError(f"{what} yields ({', '.join(map(str, yielded))}) but must yield "
+                         f"({', '.join(map(str, results))})")
+
+
+def run_region(block: Block, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    from rlx_mlir.interpreter import run_block
+
+    return run_block(None, block, list(args))
+
+
+# ---------------------------------------------------------------- scan
+
+
+def checkpoint_steps(length: int, k: int) -> list[int]:
+    """Steps whose carries a K-checkpoint scan stores (SPEC 2.2.7, ceil form).
+
+    >>> checkpoint_steps(6, 2), checkpoint_steps(4, 3), checkpoint_steps(3, 0)
+    ([2, 5], [1, 2, 3], [0, 1, 2])
+    """
+    if k in (0, length):
+        return list(range(length))
+    return [min(math.ceil((i + 1) * length / k) - 1, length - 1) for i in range(k)]
+
+
+def scan_layout(op_types: Sequence[TensorType], attrs) -> tuple[int, int, int, bool, int]:
+    """``(length, num_bcast, num_xs, save_trajectory, K)`` after checking the attributes."""
+    length = require(attrs, "length", int)
+    num_xs = optional(attrs, "num_xs", int, 0)
+    save = optional(attrs, "save_trajectory", bool, False)
+    k = optional(attrs, "num_checkpoints", int, 0)
+    if length < 1:
+        raise ShapeError(f"length must be >= 1, got {length}")
+    num_bcast = len(op_types) - 1 - num_xs
+    if num_xs < 0 or num_bcast < 0:
+        raise ShapeError(f"num_xs = {num_xs} but the scan has {len(op_types) - 1} inputs")
+    if not 0 <= k <= length:
+        raise ShapeError(f"num_checkpoints must be in [0, length = {length}], got {k}")
+    return length, num_bcast, num_xs, save, k
+
+
+def scan_body_types(op_types: Sequence[TensorType], attrs) -> list[TensorType]:
+    """Block argument types of a scan body: carry, bcasts, one step of each xs."""
+    length, num_bcast, _, _, _ = scan_layout(op_types, attrs)
+    args = list(op_types[: 1 + num_bcast])
+    for t in op_types[1 + num_bcast:]:
+        shape = shape_of(t)
+        if not shape or shape[0] != length:
+            raise ShapeError(f"per-step input {t} must have leading dimension length = {length}")
+        args.append(tensor(shape[1:], dtype_of(t)))
+    return args
+
+
+def trajectory_rows(length: int, k: int) -> int:
+    return length if k in (0, length) else k
+
+
+@irdl_op_definition
+class ScanOp(RlxOp):
+    """A bounded loop with one carry: ``c_{t+1} = body(c_t, bcasts..., xs_1[t], ...)``.
+
+    Operands: ``init``, then ``num_bcast`` broadcast inputs (the same every step),
+    then ``num_xs`` per-step inputs shaped ``[length, ...]``. The result is the final
+    carry, or with ``save_trajectory`` the stacked carries ``[rows, *C]`` where row
+    t is the carry after step t+1 (only the K checkpoint steps of
+    :func:`checkpoint_steps` when ``0 < num_checkpoints < length``).
+    """
+
+    name = "rlx.scan"
+    init = operand_def(TensorType)
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    body = region_def("single_block")
+    ATTRS: ClassVar[dict[str, str]] = {
+        "length": "i64, the number of steps (>= 1)",
+        "num_xs": "i64, how many trailing operands are per-step inputs (default 0)",
+        "save_trajectory": "bool, return every (checkpointed) carry (default false)",
+        "num_checkpoints": "i64 K, 0 = store every step; 0 < K < length stores K carries",
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        length, _, _, save, k = scan_layout(types, attrs)
+        carry = types[0]
+        if not save:
+            return [carry]
+        return [tensor((trajectory_rows(length, k), *shape_of(carry)), dtype_of(carry))]
+
+    def verify_(self) -> None:
+        super().verify_()
+        types = self.in_types()
+        check_block(self.body.block, scan_body_types(types, self.py_attrs()), [types[0]],
+                    "scan body")
+
+
+@INTERPRET.register(ScanOp)
+def _interpret_scan(op: ScanOp, init: np.ndarray, *inputs: np.ndarray) -> np.ndarray:
+    length, num_bcast, _, save, k = scan_layout(op.in_types(), op.py_attrs())
+    bcasts, xs = inputs[:num_bcast], inputs[num_bcast:]
+    stored = set(checkpoint_steps(length, k))
+    carry, rows = init, []
+    for t in range(length):
+        carry = run_region(op.body.block, [carry, *bcasts, *(x[t] for x in xs)])[0]
+        if save and t in stored:
+            rows.append(carry)
+    return np.stack(rows) if save else carry
+
+
+# ---------------------------------------------------------------- if / while
+
+
+def check_predicate(t: TensorType, what: str) -> None:
+    if dtype_of(t) != "i1" or int(np.prod(shape_of(t))) != 1:
+        raise ShapeError(f"{what} must be a one-element i1 tensor, got {t}")
+
+
+@irdl_op_definition
+class IfOp(RlxOp):
+    """``pred ? then(captured...) : else(captured...)``; both regions take the captured
+    operands as block arguments and yield the results."""
+
+    name = "rlx.if"
+    pred = operand_def(TensorType)
+    captured = var_operand_def(TensorType)
+    outs = var_result_def(TensorType)
+    branches = var_region_def("single_block")
+    RESULT_FROM_TYPE: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        check_predicate(types[0], "the predicate")
+        if out is None:
+            raise ShapeError("'rlx.if' needs its result types")
+        return list(out)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if len(self.branches) != 2:
+            raise ShapeError("'rlx.if' needs two regions (then, else)")
+        args = self.in_types()[1:]
+        results = [r.type for r in self.results]
+        for region, what in zip(self.branches, ("then", "else"), strict=True):
+            check_block(region.block, args, results, f"{what} branch")
+
+
+@INTERPRET.register(IfOp)
+def _interpret_if(op: IfOp, pred: np.ndarray, *captured: np.ndarray) -> list[np.ndarray]:
+    branch = op.branches[0] if bool(pred.reshape(-1)[0]) else op.branches[1]
+    return run_region(branch.block, captured)
+
+
+@irdl_op_definition
+class WhileOp(RlxOp):
+    """``while cond(state): state = body(state)``, at most ``max_iterations`` times.
+
+    Regions: ``cond`` (state -> one-element i1) and ``body`` (state -> state).
+    Under autodiff the loop is unrolled ``max_iterations`` times with each step
+    masked by ``cond`` (``s = where(cond(s), body(s), s)``), so an early exit is
+    differentiated exactly; ``max_iterations`` is then required.
+    """
+
+    name = "rlx.while"
+    init = operand_def(TensorType)
+    result = result_def(TensorType)
+    cond = region_def("single_block")
+    body = region_def("single_block")
+    ATTRS: ClassVar[dict[str, str]] = {"max_iterations": "i64, optional bound (>= 0)"}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        bound = optional(attrs, "max_iterations", int, None)
+        if bound is not None and bound < 0:
+            raise ShapeError(f"max_iterations must be >= 0, got {bound}")
+        return [types[0]]
+
+    def verify_(self) -> None:
+        super().verify_()
+        state = self.in_types()[0]
+        block = self.cond.block
+        if [a.type for a in block.args] != [state]:
+            raise ShapeError(f"cond region must take ({state})")
+        yielded = yielded_types(block)
+        if len(yielded) != 1:
+            raise ShapeError("cond region must yield one predicate")
+        check_predicate(yielded[0], "cond's result")
+        check_block(self.body.block, [state], [state], "body")
+
+
+@INTERPRET.register(WhileOp)
+def _interpret_while(op: WhileOp, state: np.ndarray) -> np.ndarray:
+    bound = op.attr("max_iterations")
+    steps = 0
+    while bound is None or steps < bound:
+        if not bool(run_region(op.cond.block, [state])[0].reshape(-1)[0]):
+            break
+        state = run_region(op.body.block, [state])[0]
+        steps += 1
+    return state
+
+
+# ---------------------------------------------------------------- custom_fn
+
+
+@irdl_op_definition
+class CustomFnOp(RlxOp):
+    """A function with a user-given derivative (SPEC 2.2.8).
+
+    Regions: ``fwd`` (primals -> result), then optional ``vjp`` (primals...,
+    primal_output, d_output -> one gradient per primal) and optional ``jvp``
+    (primals..., tangents... -> result tangent); ``has_vjp``/``has_jvp`` say which
+    follow. Without a vjp region autodiff differentiates the inlined ``fwd``.
+    """
+
+    name = "rlx.custom_fn"
+    primals = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    bodies = var_region_def("single_block")
+    RESULT_FROM_TYPE: ClassVar[bool] = True
+    ATTRS: ClassVar[dict[str, str]] = {
+        "has_vjp": "bool, a vjp region follows fwd (default false)",
+        "has_jvp": "bool, a jvp region follows (default false)",
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        optional(attrs, "has_vjp", bool, False)
+        optional(attrs, "has_jvp", bool, False)
+        if out is None:
+            raise ShapeError("'rlx.custom_fn' needs its result type")
+        return list(out)
+
+    def region(self, kind: str):
+        """The ``fwd``, ``vjp`` or ``jvp`` region (None when absent)."""
+        order = ["fwd"] + [k for k in ("vjp", "jvp") if self.attr(f"has_{k}", False)]
+        return self.bodies[order.index(kind)] if kind in order else None
+
+    def verify_(self) -> None:
+        super().verify_()
+        primals = self.in_types()
+        out = self.result.type
+        expected = 1 + self.attr("has_vjp", False) + self.attr("has_jvp", False)
+        if len(self.bodies) != expected:
+            raise ShapeError(f"expected {expected} regions (fwd, then vjp/jvp as flagged), "
+                             f"got {len(self.bodies)}")
+        check_block(self.region("fwd").block, primals, [out], "fwd region")
+        if self.region("vjp") is not None:
+            check_block(self.region("vjp").block, [*primals, out, out], primals, "vjp region")
+        if self.region("jvp") is not None:
+            check_block(self.region("jvp").block, [*primals, *primals], [out], "jvp region")
+
+
+@INTERPRET.register(CustomFnOp)
+def _interpret_custom_fn(op: CustomFnOp, *primals: np.ndarray) -> np.ndarray:
+    return run_region(op.region("fwd").block, primals)[0]
+
+
+# ---------------------------------------------------------------- autodiff (SPEC 4.4, 5.11, 5.12)
+
+
+def _inline(b: Builder, region, args: Sequence[Tensor]) -> list[Tensor]:
+    from rlx_mlir.transforms.autodiff import mirror_prepared
+
+    return mirror_prepared(b, region.block, args)
+
+
+def _scalar_predicate(b: Builder, pred: Tensor) -> Tensor:
+    return pred if pred.shape == () else b.reshape(pred, ())
+
+
+@PREPARE_AD.register(IfOp)
+def _prepare_if(b: Builder, op: IfOp, operands: list[Tensor]) -> list[Tensor]:
+    """Both branches are evaluated and selected with ``where`` (SPEC 4.4 step 4)."""
+    pred, *captured = operands
+    p = _scalar_predicate(b, pred)
+    then_out = _inline(b, op.branches[0], captured)
+    else_out = _inline(b, op.branches[1], captured)
+    return [b.where(p, t, e) for t, e in zip(then_out, else_out, strict=True)]
+
+
+@PREPARE_AD.register(WhileOp)
+def _prepare_while(b: Builder, op: WhileOp, operands: list[Tensor]) -> list[Tensor]:
+    """Unrolled ``max_iterations`` times, each step masked by ``cond`` so that an early
+    exit is honoured exactly: ``s = where(cond(s), body(s), s)``."""
+    bound = op.attr("max_iterations")
+    if bound is None:
+        raise RlxError("'rlx.while' needs a max_iterations attribute to be differentiated "
+                       "(autodiff unrolls it)", op=op)
+    (state,) = operands
+    for _ in range(bound):
+        (p,) = _inline(b, op.cond, [state])
+        (nxt,) = _inline(b, op.body, [state])
+        state = b.where(_scalar_predicate(b, p), nxt, state)
+    return [state]
+
+
+@PREPARE_AD.register(CustomFnOp)
+def _prepare_custom_fn(b: Builder, op: CustomFnOp, operands: list[Tensor]) -> list[Tensor]:
+    """Without a vjp region the ``fwd`` body is inlined and differentiated naturally."""
+    if op.region("vjp") is None:
+        return _inline(b, op.region("fwd"), operands)
+    clone = op.clone(value_mapper=dict(zip(op.operands, [t.value for t in operands],
+                                           strict=True)))
+    b.block.add_op(clone)
+    return [b.wrap(clone.result)]
+
+
+@PREPARE_AD.register(ScanOp)
+def _prepare_scan(b: Builder, op: ScanOp, operands: list[Tensor]) -> list[Tensor]:
+    """Broadcast inputs become per-step inputs (expanded to ``[length, ...]``) and the
+    scan saves its (checkpointed) trajectory; a final-carry scan reads the last row,
+    which is always the final carry (SPEC 4.4 step 8, and the fix of SPEC 9.15)."""
+    length, num_bcast, num_xs, save, k = scan_layout(op.in_types(), op.py_attrs())
+    init, *inputs = operands
+    bcasts = [b.expand(b.reshape(v, (1, *v.shape)), (length, *v.shape))
+              for v in inputs[:num_bcast]]
+    xs = [*bcasts, *inputs[num_bcast:]]
+    region = op.body.clone()
+    traj = b._emit_with_regions(
+        "scan", [init, *xs], [region], length=length, num_xs=len(xs) or None,
+        save_trajectory=True, num_checkpoints=k or None)
+    if save:
+        return [traj]
+    rows = traj.shape[0]
+    last = b.narrow(traj, axis=0, start=rows - 1, length=1)
+    return [b.reshape(last, init.shape)]
+
+
+def body_vjp_region(body) -> Region:
+    """``(carry, xs..., d_output) -> (dcarry, dxs...)``: the scan body's VJP as a region.
+
+    Every body input gets a gradient (zeros when it does not reach the next carry: RLX
+    used STRICT mode here and panicked, SPEC 9.17).
+    """
+    from rlx_mlir.transforms.autodiff import GradOptions, build_grad_func
+
+    f = region_as_func(body.block, "scan_body")
+    wrt = tuple(arg_names(f))
+    g = build_grad_func(f, GradOptions(wrt, zero_missing_wrt=True, with_loss=False))
+    return func_as_region(g)
+
+
+@VJP.register(ScanOp)
+def _vjp_scan(ctx: VjpContext, op: ScanOp, g: Tensor) -> list[Tensor | None]:
+    """d init and d xs_i through ``rlx.scan_backward`` / ``rlx.scan_backward_xs``."""
+    length, num_bcast, num_xs, save, k = scan_layout(op.in_types(), op.py_attrs())
+    if num_bcast or not save:
+        raise RlxError("internal error: scan reached the VJP without being prepared", op=op)
+    init, *xs = ctx.inputs(op)
+    (traj,) = ctx.outputs(op)
+    attrs = dict(length=length, num_checkpoints=k or None)
+    regions = lambda: [body_vjp_region(op.body)] + (  # noqa: E731
+        [op.body.clone()] if trajectory_rows(length, k) != length else [])
+    operands = [init, traj, g, *xs]
+    grads = [ctx.b._emit_with_regions("scan_backward", operands, regions(), **attrs)]
+    grads += [ctx.b._emit_with_regions("scan_backward_xs", operands, regions(), xs_idx=i,
+                                       **attrs) if xs[i].dtype in ("f32", "f64") else None
+              for i in range(num_xs)]
+    return grads
+
+
+@VJP.register(CustomFnOp)
+def _vjp_custom_fn(ctx: VjpContext, op: CustomFnOp, g: Tensor) -> list[Tensor | None]:
+    """The user's vjp region, inlined with (primals..., primal_output, d_output)."""
+    region = op.region("vjp")
+    if region is None:
+        raise RlxError("internal error: custom_fn without vjp reached the VJP", op=op)
+    (y,) = ctx.outputs(op)
+    return _inline(ctx.b, region, [*ctx.inputs(op), y, g])
+
+
+def region_as_func(block: Block, name: str) -> func.FuncOp:
+    """A function with ``block``'s arguments and ops (its yield becomes a return)."""
+    region = Region(Block(arg_types=[a.type for a in block.args]))
+    new_block = region.block
+    mapping = dict(zip(block.args, new_block.args, strict=True))
+    for arg, new in zip(block.args, new_block.args, strict=True):
+        new.name_hint = arg.name_hint
+    for op in block.ops:
+        if op is block.last_op:
+            new_block.add_op(func.ReturnOp(*[mapping[v] for v in op.operands]))
+        else:
+            new_block.add_op(op.clone(value_mapper=mapping))
+    types = [a.type for a in new_block.args]
+    results = [v.type for v in block.last_op.operands]
+    return func.FuncOp(name, (types, results), region)
+
+
+def func_as_region(f: func.FuncOp) -> Region:
+    """``f``'s body as a region ending in ``rlx.yield`` (the function is consumed)."""
+    block = f.body.detach_block(0)
+    ret = block.last_op
+    block.add_op(YieldOp.create(operands=list(ret.operands)))
+    block.erase_op(ret)
+    return Region(block)
+
+
+VJP.register(YieldOp)(no_gradient)
+
+
+# ---------------------------------------------------------------- --autodiff-report
+
+
+def scan_memory_report(module) -> list[str]:
+    """One line per trajectory scan: how many carries it stores for the backward pass."""
+    lines = []
+    for op in module.walk():
+        if not isinstance(op, ScanOp) or not op.attr("save_trajectory", False):
+            continue
+        length, k = op.attr("length"), op.attr("num_checkpoints", 0)
+        rows = trajectory_rows(length, k)
+        carry = op.init.type
+        size = int(np.prod(shape_of(carry))) * numpy_dtype(carry).itemsize
+        where = loc_of(op) or "<unknown>"
+        lines.append(f"{where}: scan of length {length} with {k} checkpoints stores {rows} "
+                     f"carries of {size} bytes = {rows * size} bytes for the backward pass")
+    return lines
+
+
+def _autodiff_report_stage(stage: str, module, args) -> None:
+    """``rlx-opt --autodiff --autodiff-report``: print the scan memory estimates (stderr)."""
+    import sys
+
+    for line in scan_memory_report(module) or ["no trajectory scans"]:
+        print(f"autodiff-report: {line}", file=sys.stderr)
+    return None
+
+
+STAGE_HOOKS["autodiff-report"] = _autodiff_report_stage
+
+
+OPS = [YieldOp, ScanOp, IfOp, WhileOp, CustomFnOp]

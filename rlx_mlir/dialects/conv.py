@@ -320,4 +320,52 @@ def _interpret_pool(op: Pool2dOp, x: np.ndarray) -> np.ndarray:
     return type(op).POOL_FN(x, pool2d_config(op.py_attrs()))
 
 
+# ---------------------------------------------------------------- VJP rules (SPEC 5.7)
+# Conv and max-pool gradients are the dedicated ops of rlx_mlir/dialects/backward/conv.py;
+# avg_pool2d is a depthwise conv2d_backward_input with a uniform kernel.
+
+from typing import TYPE_CHECKING  # noqa: E402
+
+from rlx_mlir.rules import VJP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
+
+
+@VJP.register(Conv2dOp)
+def _vjp_conv2d(ctx: VjpContext, op: Conv2dOp, g: Tensor) -> list[Tensor | None]:
+    """dx = conv2d_backward_input(g, w), dw = conv2d_backward_weight(x, g), db = sum_nhw g."""
+    x, w, *bias = ctx.inputs(op)
+    attrs = op.py_attrs()
+    dx = ctx.b.emit("conv2d_backward_input", g, w, out=[x.type], **attrs)
+    dw = ctx.b.emit("conv2d_backward_weight", x, g, out=[w.type], **attrs)
+    db = [ctx.b.reduce_sum(g, axes=[0, 2, 3])] if bias else []
+    return [dx, dw, *db]
+
+
+@VJP.register(MaxPool2dOp)
+def _vjp_max_pool2d(ctx: VjpContext, op: Pool2dOp, g: Tensor) -> list[Tensor | None]:
+    """dx = max_pool2d_backward(x, g): g goes to each window's first argmax."""
+    (x,) = ctx.inputs(op)
+    return [ctx.b.max_pool2d_backward(x, g, **op.py_attrs())]
+
+
+def uniform_depthwise_kernel(ctx: VjpContext, channels: int, kernel: Pair, dtype: str
+                             ) -> Tensor:
+    """``K[C, 1, kh, kw] = 1 / (kh kw)`` in ``dtype`` (not f32 bytes: SPEC 9.9)."""
+    return ctx.b.full((channels, 1, *kernel), 1.0 / (kernel[0] * kernel[1]), dtype)
+
+
+@VJP.register(AvgPool2dOp)
+def _vjp_avg_pool2d(ctx: VjpContext, op: Pool2dOp, g: Tensor) -> list[Tensor | None]:
+    """dx = conv2d_backward_input(g, K, groups = C): each tap gets g / (kh kw)
+    (count_include_pad, so padding taps just drop their share)."""
+    (x,) = ctx.inputs(op)
+    cfg = pool2d_config(op.py_attrs())
+    kernel = uniform_depthwise_kernel(ctx, x.shape[1], cfg.kernel, x.dtype)
+    return [ctx.b.emit("conv2d_backward_input", g, kernel, out=[x.type], stride=cfg.stride,
+                       padding=cfg.padding, groups=x.shape[1])]
+
+
 OPS = [Conv2dOp, *POOL_OPS]

@@ -441,3 +441,126 @@ OPS = [
     *BINARY_OPS, *ACTIVATION_OPS.values(), CompareOp, WhereOp, CastOp, StopGradientOp,
     ConstantOp,
 ]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# ``rule(op, e, *operands) -> value``: ``e`` is a rlx_mlir.lowering.Emitter inserting
+# before ``op`` (docs/lowering.md). Bodies are ``body(s, *scalars) -> scalar``.
+
+from rlx_mlir.diagnostics import RlxError  # noqa: E402
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+_SQRT_2 = math.sqrt(2.0)
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def _element_type(value: Any) -> Any:
+    return value.type.element_type
+
+
+def _reject_complex(op: RlxOp) -> None:
+    if any(dtype_of(v.type) == "c64" for v in (*op.operands, *op.results)):
+        raise RlxError(f"'{op.name}' on complex tensors has no lowering yet; "
+                       "run it with the interpreter (rlx-run --interpret)", op=op)
+
+
+def _int_div_body(s: Any, a: Any, b: Any) -> Any:
+    """Truncating integer division; division by zero gives 0 (SPEC 2.1.1)."""
+    by_zero = s.cmp("eq", b, 0)
+    return s.select(by_zero, 0, s.div(a, s.select(by_zero, 1, b)))
+
+
+def _div_body(s: Any, a: Any, b: Any) -> Any:
+    return s.div(a, b) if s.is_float(a) else _int_div_body(s, a, b)
+
+
+def _pow_body(s: Any, a: Any, b: Any) -> Any:
+    return s.pow(a, b) if s.is_float(a) else s.pow(a, s.max(b, 0))
+
+
+_BINARY_BODIES: dict[type, Callable[..., Any]] = {
+    AddOp: lambda s, a, b: s.add(a, b),
+    SubOp: lambda s, a, b: s.sub(a, b),
+    MulOp: lambda s, a, b: s.mul(a, b),
+    DivOp: _div_body,
+    MinOp: lambda s, a, b: s.min(a, b),
+    MaxOp: lambda s, a, b: s.max(a, b),
+    PowOp: _pow_body,
+}
+
+
+@LOWER.register(*BINARY_OPS)
+def _lower_binary(op: BinaryOp, e: Any, lhs: Any, rhs: Any) -> Any:
+    _reject_complex(op)
+    return e.elementwise([lhs, rhs], _element_type(op.result), _BINARY_BODIES[type(op)])
+
+
+def _gelu_body(s: Any, x: Any) -> Any:
+    return s.mul(s.mul(x, 0.5), s.add(s.erf(s.div(x, _SQRT_2)), 1.0))
+
+
+def _gelu_approx_body(s: Any, x: Any) -> Any:
+    cube = s.mul(s.mul(x, x), x)
+    inner = s.mul(s.add(x, s.mul(cube, 0.044715)), _GELU_C)
+    return s.mul(s.mul(x, 0.5), s.add(s.tanh(inner), 1.0))
+
+
+_ACTIVATION_BODIES: dict[str, Callable[..., Any]] = {
+    "relu": lambda s, x: s.max(x, 0.0),
+    "sigmoid": lambda s, x: s.sigmoid(x),
+    "tanh": lambda s, x: s.tanh(x),
+    "silu": lambda s, x: s.mul(x, s.sigmoid(x)),
+    "gelu": _gelu_body,
+    "gelu_approx": _gelu_approx_body,
+    "exp": lambda s, x: s.exp(x),
+    "log": lambda s, x: s.log(x),
+    "sqrt": lambda s, x: s.sqrt(x),
+    "rsqrt": lambda s, x: s.div(1.0, s.sqrt(x)),
+    "neg": lambda s, x: s.neg(x),
+    "abs": lambda s, x: s.abs(x),
+    "sin": lambda s, x: s.sin(x),
+    "cos": lambda s, x: s.cos(x),
+    "tan": lambda s, x: s.tan(x),
+    "atan": lambda s, x: s.atan(x),
+    "round": lambda s, x: s.round_half_away(x),
+}
+
+
+@LOWER.register(*ACTIVATION_OPS.values())
+def _lower_activation(op: UnaryOp, e: Any, x: Any) -> Any:
+    _reject_complex(op)
+    body = _ACTIVATION_BODIES[op.name.removeprefix("rlx.")]
+    return e.elementwise([x], _element_type(op.result), body)
+
+
+@LOWER.register(CompareOp)
+def _lower_compare(op: CompareOp, e: Any, lhs: Any, rhs: Any) -> Any:
+    _reject_complex(op)
+    predicate = op.attr("predicate")
+    return e.elementwise([lhs, rhs], "i1", lambda s, a, b: s.cmp(predicate, a, b))
+
+
+@LOWER.register(WhereOp)
+def _lower_where(op: WhereOp, e: Any, cond: Any, on_true: Any, on_false: Any) -> Any:
+    _reject_complex(op)
+    return e.elementwise([cond, on_true, on_false], _element_type(op.result),
+                         lambda s, c, t, f: s.select(s.truth(c), t, f))
+
+
+@LOWER.register(CastOp)
+def _lower_cast(op: CastOp, e: Any, x: Any) -> Any:
+    target = _element_type(op.result)
+    if target == _element_type(x):
+        return x
+    return e.elementwise([x], target, lambda s, v: s.cast(v, target))
+
+
+@LOWER.register(StopGradientOp)
+def _lower_stop_gradient(op: StopGradientOp, e: Any, x: Any) -> Any:
+    return x
+
+
+@LOWER.register(ConstantOp)
+def _lower_constant(op: ConstantOp, e: Any) -> Any:
+    _reject_complex(op)
+    return e.constant(op.attributes["value"])

@@ -444,3 +444,99 @@ OPS = [
     SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, GroupNormOp, BatchNormInferenceOp,
     SoftmaxCrossEntropyOp, RopeOp,
 ]
+
+
+# ---------------------------------------------------------------- VJP rules (SPEC 5.4, 5.6, 5.8)
+# The norms use the closed-form ``rlx.*_backward`` ops of rlx_mlir/dialects/backward/norms.py;
+# statistics (batch norm's mean, var), labels and rope tables get no gradient.
+
+from typing import TYPE_CHECKING  # noqa: E402
+
+from rlx_mlir.rules import VJP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
+
+
+def _softmax_axis(op: SoftmaxLikeOp) -> list[int]:
+    return [norm_axis(op.attr("axis", -1), len(shape_of(op.x.type)))]
+
+
+@VJP.register(SoftmaxOp)
+def _vjp_softmax(ctx: VjpContext, op: SoftmaxLikeOp, g: Tensor) -> list[Tensor | None]:
+    """``y * (g - sum_axis(y * g))``, composed from primitives."""
+    (y,) = ctx.outputs(op)
+    dot = ctx.b.reduce_sum(y * g, axes=_softmax_axis(op), keep_dims=True)
+    return [y * (g - dot)]
+
+
+@VJP.register(LogSoftmaxOp)
+def _vjp_log_softmax(ctx: VjpContext, op: SoftmaxLikeOp, g: Tensor) -> list[Tensor | None]:
+    """``g - exp(y) * sum_axis(g)`` (``exp(y)`` is the softmax)."""
+    (y,) = ctx.outputs(op)
+    total = ctx.b.reduce_sum(g, axes=_softmax_axis(op), keep_dims=True)
+    return [g - ctx.b.exp(y) * total]
+
+
+@VJP.register(LayerNormOp)
+def _vjp_layer_norm(ctx: VjpContext, op: LayerNormOp, g: Tensor) -> list[Tensor | None]:
+    x, gamma, beta = ctx.inputs(op)
+    attrs = op.py_attrs()
+    return [
+        ctx.b.layer_norm_backward_input(x, gamma, g, **attrs),
+        ctx.b.layer_norm_backward_gamma(x, g, **attrs),
+        ctx.unbroadcast(g, beta.shape),
+    ]
+
+
+@VJP.register(RmsNormOp)
+def _vjp_rms_norm(ctx: VjpContext, op: RmsNormOp, g: Tensor) -> list[Tensor | None]:
+    """x and gamma through the backward ops; the optional beta gets ``g`` summed over rows."""
+    x, gamma, *beta = ctx.inputs(op)
+    attrs = op.py_attrs()
+    return [
+        ctx.b.rms_norm_backward_input(x, gamma, g, **attrs),
+        ctx.b.rms_norm_backward_gamma(x, g, **attrs),
+        *(ctx.unbroadcast(g, b.shape) for b in beta),
+    ]
+
+
+@VJP.register(GroupNormOp)
+def _vjp_group_norm(ctx: VjpContext, op: GroupNormOp, g: Tensor) -> list[Tensor | None]:
+    x, gamma, _ = ctx.inputs(op)
+    attrs = op.py_attrs()
+    return [
+        ctx.b.group_norm_backward_input(x, gamma, g, **attrs),
+        ctx.b.group_norm_backward_gamma(x, g, **attrs),
+        ctx.b.group_norm_backward_beta(g),
+    ]
+
+
+@VJP.register(BatchNormInferenceOp)
+def _vjp_batch_norm(ctx: VjpContext, op: BatchNormInferenceOp,
+                    g: Tensor) -> list[Tensor | None]:
+    """x, gamma, beta; the frozen statistics mean and var get no gradient."""
+    x, gamma, _, mean, var = ctx.inputs(op)
+    attrs = op.py_attrs()
+    return [
+        ctx.b.batch_norm_inference_backward_input(gamma, var, g, **attrs),
+        ctx.b.batch_norm_inference_backward_gamma(x, mean, var, g, **attrs),
+        ctx.b.batch_norm_inference_backward_beta(g),
+        None,
+        None,
+    ]
+
+
+@VJP.register(SoftmaxCrossEntropyOp)
+def _vjp_softmax_cross_entropy(ctx: VjpContext, op: SoftmaxCrossEntropyOp,
+                               g: Tensor) -> list[Tensor | None]:
+    logits, labels = ctx.inputs(op)
+    return [ctx.b.softmax_cross_entropy_backward(logits, labels, g), None]
+
+
+@VJP.register(RopeOp)
+def _vjp_rope(ctx: VjpContext, op: RopeOp, g: Tensor) -> list[Tensor | None]:
+    """Only x gets a gradient: rope of ``g`` with ``-sin``; the tables get none."""
+    _, cos, sin = ctx.inputs(op)
+    return [ctx.b.rope_backward(g, cos, sin, **op.py_attrs()), None, None]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -34,7 +34,11 @@ from rlx_mlir.dialects.base import (
     shape_of,
     tensor,
 )
-from rlx_mlir.rules import INTERPRET
+from rlx_mlir.rules import INTERPRET, VJP
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
 
 DATA_DTYPES = ("f32", "f64", "i1", "i32", "i64")
 """Element types every data-movement op accepts."""
@@ -397,6 +401,88 @@ def _interpret_scatter_add(op: ScatterAddOp, updates: np.ndarray,
     keep = (positions >= 0) & (positions < out.shape[axis])
     np.add.at(np.moveaxis(out, axis, 0), positions[keep], np.moveaxis(updates, axis, 0)[keep])
     return out
+
+
+# ---------------------------------------------------------------- VJP rules (SPEC 5.1, 5.8)
+
+
+@VJP.register(ReshapeOp)
+def _vjp_reshape(ctx: VjpContext, op: ReshapeOp, g: Tensor) -> list[Tensor | None]:
+    (x,) = ctx.inputs(op)
+    return [ctx.b.reshape(g, x.shape)]
+
+
+@VJP.register(TransposeOp)
+def _vjp_transpose(ctx: VjpContext, op: TransposeOp, g: Tensor) -> list[Tensor | None]:
+    perm = norm_perm(op.attr("perm"), len(g.shape))
+    inverse = [perm.index(i) for i in range(len(perm))]
+    return [ctx.b.transpose(g, perm=inverse)]
+
+
+@VJP.register(ExpandOp)
+def _vjp_expand(ctx: VjpContext, op: ExpandOp, g: Tensor) -> list[Tensor | None]:
+    (x,) = ctx.inputs(op)
+    return [ctx.unbroadcast(g, x.shape)]
+
+
+@VJP.register(ConcatOp)
+def _vjp_concat(ctx: VjpContext, op: ConcatOp, g: Tensor) -> list[Tensor | None]:
+    """Each operand gets its slice of ``g`` along the axis."""
+    axis = op.attr("axis") % g.ndim
+    grads, offset = [], 0
+    for x in ctx.inputs(op):
+        grads.append(ctx.b.narrow(g, axis=axis, start=offset, length=x.shape[axis]))
+        offset += x.shape[axis]
+    return grads
+
+
+@VJP.register(NarrowOp)
+def _vjp_narrow(ctx: VjpContext, op: NarrowOp, g: Tensor) -> list[Tensor | None]:
+    """``g`` padded with zeros back to the operand's extent (zeros of g's dtype)."""
+    (x,) = ctx.inputs(op)
+    axis, start, length = op.attr("axis") % x.ndim, op.attr("start"), op.attr("length")
+    pieces = []
+    for extent in (start, x.shape[axis] - start - length):
+        shape = list(x.shape)
+        shape[axis] = extent
+        pieces.append(ctx.zeros(shape, g.dtype) if extent else None)
+    parts = [p for p in (pieces[0], g, pieces[1]) if p is not None]
+    return [ctx.b.concat(*parts, axis=axis) if len(parts) > 1 else g]
+
+
+def _clamped(ctx: VjpContext, indices: Tensor, extent: int) -> Tensor:
+    """Indices clamped to [0, extent-1] exactly as gather reads them."""
+    low = ctx.b.full((), 0, indices.dtype)
+    high = ctx.b.full((), extent - 1, indices.dtype)
+    return ctx.b.max(ctx.b.min(indices, high), low)
+
+
+@VJP.register(GatherOp)
+def _vjp_gather(ctx: VjpContext, op: GatherOp, g: Tensor) -> list[Tensor | None]:
+    """Scatter-add ``g`` back into the table at the (clamped) indices; indices get none."""
+    table, indices = ctx.inputs(op)
+    axis = op.attr("axis", 0) % table.ndim
+    count = int(np.prod(indices.shape))
+    flat_g = ctx.b.reshape(g, (*table.shape[:axis], count, *table.shape[axis + 1:]))
+    flat_idx = ctx.b.reshape(_clamped(ctx, indices, table.shape[axis]), (count,))
+    return [ctx.b.scatter_add(flat_g, flat_idx, table.shape[axis], axis=axis), None]
+
+
+@VJP.register(ScatterAddOp)
+def _vjp_scatter_add(ctx: VjpContext, op: ScatterAddOp, g: Tensor) -> list[Tensor | None]:
+    """Gather ``g`` at the indices; dropped (out-of-range) indices get zero gradient."""
+    updates, indices = ctx.inputs(op)
+    axis = op.attr("axis", 0) % updates.ndim
+    extent = g.shape[axis]
+    gathered = ctx.b.gather(g, indices, axis=axis)
+    zero, high = ctx.b.full((), 0, indices.dtype), ctx.b.full((), extent, indices.dtype)
+    ge0 = ctx.b.compare(indices, zero, predicate="ge")
+    below = ctx.b.compare(indices, high, predicate="lt")
+    valid = ctx.b.where(ge0, below, ge0)
+    keep = [1] * updates.ndim
+    keep[axis] = updates.shape[axis]
+    mask = ctx.b.reshape(valid, keep)
+    return [ctx.b.where(mask, gathered, ctx.zeros((), g.dtype)), None]
 
 
 OPS = [ReshapeOp, TransposeOp, ExpandOp, ConcatOp, NarrowOp, GatherOp, ScatterAddOp]

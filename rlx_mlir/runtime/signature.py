@@ -101,4 +101,25 @@ class Signature:
                 f"argument '{arg.name}' of @{self.name}: expected shape {arg.shape}, "
                 f"got {array.shape}"
             )
-        return np.ascontiguousarray(array)
+        return np.asarray(array, order="C")  # ascontiguousarray would make 0-d arrays 1-d
+
+
+def signature_to_json(sig: Signature) -> dict[str, Any]:
+    """A JSON-able form of ``sig`` (the JIT's disk cache stores it next to the code)."""
+    return {
+        "name": sig.name,
+        "args": [[a.name, list(a.shape), a.dtype_name, a.is_param] for a in sig.args],
+        "results": [[list(shape_of(t)), dtype_of(t)] for t in sig.results],
+    }
+
+
+def signature_from_json(data: Mapping[str, Any]) -> Signature:
+    """Inverse of :func:`signature_to_json`."""
+    from rlx_mlir.dialects.base import NUMPY_DTYPES, tensor
+
+    args = tuple(
+        Arg(name, tuple(shape), NUMPY_DTYPES[dtype], dtype, bool(is_param))
+        for name, shape, dtype, is_param in data["args"]
+    )
+    results = tuple(tensor(shape, dtype) for shape, dtype in data["results"])
+    return Signature(data["name"], args, results)

@@ -27,7 +27,6 @@ from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS
 from rlx_mlir.transforms import all_passes
 
 
-
 def split_pass_flags(argv: Sequence[str], pass_names: Sequence[str]) -> tuple[list[str], list[str]]:
     """Pull ``--<pass>[=opts]`` and ``-p PIPE`` out of argv, keeping their order.
 

@@ -38,7 +38,7 @@ from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.dialects.base import FLOAT_DTYPES, dtype_of, shape_of
 from rlx_mlir.ir import find_func
-from rlx_mlir.rules import VJP
+from rlx_mlir.rules import PREPARE_AD, VJP
 from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names
 from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS
 from rlx_mlir.transforms import register_pass
@@ -232,16 +232,31 @@ def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
 
 
 def _mirror_body(f: func.FuncOp, block: Block) -> list[list[SSAValue]]:
-    """Clone ``f``'s body into ``block``; returns ``[returned values]`` (popped by caller)."""
-    mapping: dict[SSAValue, SSAValue] = dict(zip(f.body.block.args, block.args, strict=False))
-    returned: list[SSAValue] = []
-    for op in f.body.block.ops:
-        if isinstance(op, func.ReturnOp):
-            returned = [mapping[v] for v in op.operands]
+    """Mirror ``f``'s body into ``block``, prepared for AD; returns ``[returned values]``."""
+    builder = Builder.appending_to(block, f.location)
+    args = [builder.wrap(a) for a in block.args[: len(f.body.block.args)]]
+    return [[t.value for t in mirror_prepared(builder, f.body.block, args)]]
+
+
+def mirror_prepared(builder: Builder, source: Block, args: Sequence[Tensor]) -> list[Tensor]:
+    """Copy ``source``'s ops after ``builder``'s block with its arguments bound to ``args``,
+    applying the PREPARE_AD rewrites (SPEC 4.4); returns the terminator's operands."""
+    mapping: dict[SSAValue, SSAValue] = {
+        old: new.value for old, new in zip(source.args, args, strict=True)
+    }
+    for op in source.ops:
+        if op is source.last_op and op.name in ("func.return", "rlx.yield"):
+            return [builder.wrap(mapping[v]) for v in op.operands]
+        rewrite = PREPARE_AD.get(type(op))
+        if rewrite is None:
+            clone = op.clone(value_mapper=mapping)
+            builder.block.add_op(clone)
             continue
-        clone = op.clone(value_mapper=mapping)
-        block.add_op(clone)
-    return [returned]
+        builder.location = op.location
+        operands = [builder.wrap(mapping[v]) for v in op.operands]
+        results = rewrite(builder, op, operands)
+        mapping.update({old: new.value for old, new in zip(op.results, results, strict=True)})
+    return []
 
 
 def _reverse_walk(walk: _Walk, ops: list[Operation]) -> None:

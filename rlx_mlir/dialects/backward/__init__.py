@@ -5,7 +5,15 @@ One submodule per forward family, so each sits next to the math it differentiate
 
 from __future__ import annotations
 
-from rlx_mlir.dialects.backward import activation, attention, conv, indexing, loss, norms
+from rlx_mlir.dialects.backward import (
+    activation,
+    attention,
+    conv,
+    indexing,
+    loss,
+    norms,
+    scan,
+)
 
-SUBMODULES = (activation, norms, attention, conv, indexing, loss)
+SUBMODULES = (activation, norms, attention, conv, indexing, loss, scan)
 OPS: list = [op for module in SUBMODULES for op in module.OPS]

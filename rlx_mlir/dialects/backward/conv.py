@@ -1,3 +1,302 @@
-"""Backward ops (filled in by their owner)."""
+"""Conv and pool backward ops (SPEC 3 rows 17-19, 3.6) and their VJPs (SPEC 5.7).
 
-OPS: list = []
+::
+
+    %dx = rlx.conv2d_backward_input %dy, %w {padding = array<i64: 1, 1>}
+        : (tensor<1x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf32>
+    %dw = rlx.conv2d_backward_weight %x, %dy {padding = array<i64: 1, 1>}
+        : (tensor<1x3x8x8xf32>, tensor<1x4x8x8xf32>) -> tensor<4x3x3x3xf32>
+    %dx = rlx.max_pool2d_backward %x, %dy {kernel = array<i64: 2, 2>}
+        : (tensor<1x3x8x8xf32>, tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+
+The two conv ops are linear in both operands, so they differentiate into each other and
+``rlx.conv2d`` (double backward). ``rlx.max_pool2d_backward`` has no VJP with respect to
+``dy`` (second derivatives of max_pool2d are rejected with a located error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, result_def
+
+from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.dialects.base import (
+    RlxOp,
+    ShapeError,
+    expect_float,
+    expect_rank,
+    expect_same_dtype,
+    fmt_shape,
+    shape_of,
+)
+from rlx_mlir.dialects.conv import (
+    Conv2dConfig,
+    Conv2dOp,
+    Pool2dConfig,
+    Pool2dOp,
+    col2im,
+    conv2d_config,
+    conv2d_shape,
+    pad_nchw,
+    pool2d_config,
+    spatial_output,
+    window_view,
+)
+from rlx_mlir.rules import INTERPRET, VJP
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
+
+# ---------------------------------------------------------------- shared checks
+
+
+def declared_result(op_name: str, out: Sequence[TensorType] | None) -> TensorType:
+    """The caller-given result type of a ``RESULT_FROM_TYPE`` backward op."""
+    if not out:
+        raise ShapeError(f"'{op_name}' needs its result type (the caller-given shape)")
+    return out[0]
+
+
+def expect_conv_output(x: Sequence[int], w: Sequence[int], cfg: Conv2dConfig,
+                       dy: Sequence[int]) -> None:
+    """ShapeError unless ``conv2d(x, w, cfg)`` has ``dy``'s shape.
+
+    ``expect_conv_output((1, 3, 8, 8), (4, 3, 3, 3), Conv2dConfig(), (1, 4, 6, 6))`` passes.
+    """
+    expected = conv2d_shape(x, w, cfg)
+    if tuple(dy) != expected:
+        raise ShapeError(
+            f"conv2d of x {fmt_shape(x)} with w {fmt_shape(w)} gives {fmt_shape(expected)}, "
+            f"but dy has shape {fmt_shape(dy)}"
+        )
+
+
+class ConvBackwardOp(RlxOp):
+    """A conv2d backward op: two rank-4 operands, a caller-given rank-4 result."""
+
+    result = result_def(TensorType)
+    RESULT_FROM_TYPE: ClassVar[bool] = True
+    ATTRS: ClassVar[dict[str, str]] = dict(Conv2dOp.ATTRS)
+
+    @classmethod
+    def checked_types(cls, types, out) -> tuple[tuple[int, ...], ...]:
+        """The shapes of ``(operand 0, operand 1, result)`` once ranks and dtypes agree."""
+        result = declared_result(cls.name, out)
+        expect_float(types[0], f"'{cls.name}' operand 0")
+        expect_same_dtype([*types, result], f"'{cls.name}' operands and result")
+        return tuple(
+            expect_rank(t, (4,), what)
+            for t, what in zip((*types, result), cls.ROLES, strict=True)
+        )
+
+    ROLES: ClassVar[tuple[str, str, str]]
+
+
+# ---------------------------------------------------------------- conv2d_backward_input
+
+
+@irdl_op_definition
+class Conv2dBackwardInputOp(ConvBackwardOp):
+    """``dx = conv_transpose(dy, w)``: the input gradient of ``rlx.conv2d`` (SPEC 3.6).
+
+    The result type is the forward input's shape (strides and padding make it ambiguous);
+    the verifier checks that conv2d of that shape with ``w`` gives ``dy``'s shape.
+
+    Example::
+
+        %dx = rlx.conv2d_backward_input %dy, %w {stride = array<i64: 2, 2>}
+            : (tensor<1x4x3x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf32>
+    """
+
+    name = "rlx.conv2d_backward_input"
+    dy = operand_def(TensorType)
+    w = operand_def(TensorType)
+    ROLES: ClassVar[tuple[str, str, str]] = ("cotangent dy [N, C_out, H_out, W_out]", "weight w [C_out, C_in/groups, kH, kW]",
+             "result dx [N, C_in, H, W]")
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        cfg = conv2d_config(attrs)
+        dy, w, x = cls.checked_types(types, out)
+        expect_conv_output(x, w, cfg, dy)
+        return [out[0]]
+
+
+def conv2d_backward_input_numpy(dy: np.ndarray, w: np.ndarray, x_hw: tuple[int, int],
+                                cfg: Conv2dConfig) -> np.ndarray:
+    """Per-group ``w^T dy`` columns, scattered back with :func:`col2im`."""
+    g = cfg.groups
+    n, c_out, ho, wo = dy.shape
+    _, c_per_group, kh, kw = w.shape
+    grouped_dy = dy.reshape(n, g, c_out // g, ho, wo)
+    grouped_w = w.reshape(g, c_out // g, c_per_group, kh, kw)
+    cols = np.einsum("ngohw,gocij->ngchwij", grouped_dy, grouped_w, optimize=True)
+    cols = cols.reshape(n, g * c_per_group, ho, wo, kh, kw)
+    return col2im(cols, x_hw, cfg.stride, cfg.padding, cfg.dilation)
+
+
+@INTERPRET.register(Conv2dBackwardInputOp)
+def _interpret_conv2d_backward_input(op: Conv2dBackwardInputOp, dy: np.ndarray,
+                                     w: np.ndarray) -> np.ndarray:
+    x_hw = shape_of(op.result.type)[2:]
+    return conv2d_backward_input_numpy(dy, w, x_hw, conv2d_config(op.py_attrs()))
+
+
+# ---------------------------------------------------------------- conv2d_backward_weight
+
+
+@irdl_op_definition
+class Conv2dBackwardWeightOp(ConvBackwardOp):
+    """``dw = sum_n dy * x`` (correlation): the weight gradient of ``rlx.conv2d`` (SPEC 3.6).
+
+    The result type is the weight's shape ``[C_out, C_in/groups, kH, kW]``; the verifier
+    checks that conv2d of ``x`` with that weight gives ``dy``'s shape.
+
+    Example::
+
+        %dw = rlx.conv2d_backward_weight %x, %dy {groups = 2 : i64}
+            : (tensor<2x4x6x6xf32>, tensor<2x6x4x4xf32>) -> tensor<6x2x3x3xf32>
+    """
+
+    name = "rlx.conv2d_backward_weight"
+    x = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    ROLES: ClassVar[tuple[str, str, str]] = ("input x [N, C_in, H, W]", "cotangent dy [N, C_out, H_out, W_out]",
+             "result dw [C_out, C_in/groups, kH, kW]")
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        cfg = conv2d_config(attrs)
+        x, dy, w = cls.checked_types(types, out)
+        expect_conv_output(x, w, cfg, dy)
+        return [out[0]]
+
+
+def conv2d_backward_weight_numpy(x: np.ndarray, dy: np.ndarray, kernel: tuple[int, int],
+                                 cfg: Conv2dConfig) -> np.ndarray:
+    """Per-group ``dy . im2col(x)^T``, summed over the batch."""
+    g = cfg.groups
+    cols = window_view(pad_nchw(x, cfg.padding), kernel, cfg.stride, cfg.dilation)
+    n, c_in, ho, wo, kh, kw = cols.shape
+    grouped_cols = cols.reshape(n, g, c_in // g, ho, wo, kh, kw)
+    grouped_dy = dy.reshape(n, g, dy.shape[1] // g, ho, wo)
+    dw = np.einsum("ngchwij,ngohw->gocij", grouped_cols, grouped_dy, optimize=True)
+    return dw.reshape(dy.shape[1], c_in // g, kh, kw)
+
+
+@INTERPRET.register(Conv2dBackwardWeightOp)
+def _interpret_conv2d_backward_weight(op: Conv2dBackwardWeightOp, x: np.ndarray,
+                                      dy: np.ndarray) -> np.ndarray:
+    kernel = shape_of(op.result.type)[2:]
+    return conv2d_backward_weight_numpy(x, dy, kernel, conv2d_config(op.py_attrs()))
+
+
+# ---------------------------------------------------------------- max_pool2d_backward
+
+
+@irdl_op_definition
+class MaxPool2dBackwardOp(RlxOp):
+    """Route each ``dy`` entry to its window's argmax in ``x`` (SPEC 3 row 17).
+
+    The argmax is taken over in-bounds taps; on ties the first maximum in row-major
+    window order wins; overlapping windows accumulate. The result has x's shape.
+
+    Example::
+
+        %dx = rlx.max_pool2d_backward %x, %dy {kernel = array<i64: 3, 3>,
+            stride = array<i64: 2, 2>, padding = array<i64: 1, 1>}
+            : (tensor<1x2x5x5xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x5x5xf32>
+    """
+
+    name = "rlx.max_pool2d_backward"
+    x = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = dict(Pool2dOp.ATTRS)
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        cfg = pool2d_config(attrs)
+        n, c, h, w = expect_rank(types[0], (4,), "input x [N, C, H, W]")
+        expect_float(types[0], "input x")
+        expect_same_dtype(types, f"'{cls.name}' operands")
+        expected = (n, c, *spatial_output((h, w), cfg.kernel, cfg.stride, cfg.padding))
+        if shape_of(types[1]) != expected:
+            raise ShapeError(
+                f"max_pool2d of x {fmt_shape((n, c, h, w))} gives {fmt_shape(expected)}, "
+                f"but dy has shape {fmt_shape(shape_of(types[1]))}"
+            )
+        return [types[0]]
+
+
+def first_argmax_one_hot(windows: np.ndarray, in_bounds: np.ndarray) -> np.ndarray:
+    """``[..., kH, kW]`` windows -> a one-hot mask of the first in-bounds maximum.
+
+    NaN counts as the maximum (like ``np.max``); padding taps never win.
+    """
+    masked = np.where(in_bounds, windows, -np.inf)
+    peak = masked.max(axis=(-2, -1), keepdims=True)
+    is_peak = in_bounds & ((masked == peak) | (np.isnan(masked) & np.isnan(peak)))
+    flat = is_peak.reshape(*is_peak.shape[:-2], -1)
+    first = flat.argmax(axis=-1)[..., None]
+    one_hot = np.zeros(flat.shape, bool)
+    np.put_along_axis(one_hot, first, True, axis=-1)
+    return one_hot.reshape(is_peak.shape)
+
+
+def max_pool2d_backward_numpy(x: np.ndarray, dy: np.ndarray, cfg: Pool2dConfig) -> np.ndarray:
+    """Scatter ``dy`` onto each window's first argmax (col2im of a one-hot mask)."""
+    windows = window_view(pad_nchw(x, cfg.padding), cfg.kernel, cfg.stride)
+    in_bounds = window_view(pad_nchw(np.ones((1, 1, *x.shape[2:]), bool), cfg.padding, False),
+                            cfg.kernel, cfg.stride)
+    cols = np.where(first_argmax_one_hot(windows, in_bounds), dy[..., None, None], 0)
+    return col2im(cols.astype(dy.dtype), x.shape[2:], cfg.stride, cfg.padding)
+
+
+@INTERPRET.register(MaxPool2dBackwardOp)
+def _interpret_max_pool2d_backward(op: MaxPool2dBackwardOp, x: np.ndarray,
+                                   dy: np.ndarray) -> np.ndarray:
+    return max_pool2d_backward_numpy(x, dy, pool2d_config(op.py_attrs()))
+
+
+# ---------------------------------------------------------------- VJP rules (SPEC 5.7)
+
+
+@VJP.register(Conv2dBackwardInputOp)
+def _vjp_conv2d_backward_input(ctx: VjpContext, op: Conv2dBackwardInputOp,
+                               g: Tensor) -> list[Tensor | None]:
+    """Linear in both: ``d dy = conv2d(g, w)``, ``d w = conv2d_backward_weight(g, dy)``."""
+    dy, w = ctx.inputs(op)
+    attrs = op.py_attrs()
+    return [
+        ctx.b.conv2d(g, w, **attrs),
+        ctx.b.emit("conv2d_backward_weight", g, dy, out=[w.type], **attrs),
+    ]
+
+
+@VJP.register(Conv2dBackwardWeightOp)
+def _vjp_conv2d_backward_weight(ctx: VjpContext, op: Conv2dBackwardWeightOp,
+                                g: Tensor) -> list[Tensor | None]:
+    """Linear in both: ``d x = conv2d_backward_input(dy, g)``, ``d dy = conv2d(x, g)``."""
+    x, dy = ctx.inputs(op)
+    attrs = op.py_attrs()
+    return [
+        ctx.b.emit("conv2d_backward_input", dy, g, out=[x.type], **attrs),
+        ctx.b.conv2d(x, g, **attrs),
+    ]
+
+
+@VJP.register(MaxPool2dBackwardOp)
+def _vjp_max_pool2d_backward(ctx: VjpContext, op: MaxPool2dBackwardOp,
+                             g: Tensor) -> list[Tensor | None]:
+    """Not supported: the dy-gradient would gather ``g`` at each window's argmax."""
+    raise RlxError("second derivative of max_pool2d is not supported "
+                   "('rlx.max_pool2d_backward' has no vjp rule)", op=op)
+
+
+OPS = [Conv2dBackwardInputOp, Conv2dBackwardWeightOp, MaxPool2dBackwardOp]

@@ -1,3 +1,80 @@
-"""Backward ops (filled in by their owner)."""
+"""Loss backward ops (SPEC 3, row 20): the logits gradient of softmax cross-entropy.
 
-OPS: list = []
+    %dz = rlx.softmax_cross_entropy_backward %z, %t, %dl
+            : (tensor<4x10xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x10xf32>
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, result_def
+
+from rlx_mlir.dialects.base import (
+    RlxOp,
+    ShapeError,
+    expect_float,
+    expect_index,
+    expect_rank,
+    shape_of,
+    tensor,
+)
+from rlx_mlir.dialects.nn import label_indices
+from rlx_mlir.rules import INTERPRET
+
+
+@irdl_op_definition
+class SoftmaxCrossEntropyBackwardOp(RlxOp):
+    """``dz[n, k] = (softmax(z_n)[k] - [k == label_n]) * d_loss[n]``.
+
+    Operands ``logits [N, C]``, ``labels [N]`` (i32, i64 or f32-encoded, as the
+    forward), ``d_loss [N]`` (the logits' dtype); the result has the logits' type.
+    A label outside ``[0, C)`` has an all-zero one-hot row, as in the forward, so
+    its gradient is ``softmax(z_n) * d_loss[n]``.
+
+    Example::
+
+        %dz = rlx.softmax_cross_entropy_backward %z, %t, %dl
+                : (tensor<4x10xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x10xf32>
+    """
+
+    name = "rlx.softmax_cross_entropy_backward"
+    logits = operand_def(TensorType)
+    labels = operand_def(TensorType)
+    d_loss = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        logits, labels, d_loss = types
+        dtype = expect_float(logits, f"'{cls.name}' logits")
+        rows = expect_rank(logits, (2,), f"'{cls.name}' logits ([N, C])")[0]
+        expect_index(labels, f"'{cls.name}' labels")
+        if shape_of(labels) != (rows,):
+            raise ShapeError(
+                f"'{cls.name}' labels must be [N] = [{rows}] (one class per row), got {labels}"
+            )
+        want = tensor((rows,), dtype)
+        if d_loss != want:
+            raise ShapeError(f"'{cls.name}' d_loss must be {want} (one per row), got {d_loss}")
+        return [logits]
+
+
+@INTERPRET.register(SoftmaxCrossEntropyBackwardOp)
+def _interpret_softmax_cross_entropy_backward(
+    op: SoftmaxCrossEntropyBackwardOp, logits: np.ndarray, labels: np.ndarray,
+    d_loss: np.ndarray,
+) -> np.ndarray:
+    index, valid = label_indices(labels, logits.shape[1])
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs = e / e.sum(axis=1, keepdims=True)
+    one_hot = np.zeros_like(logits)
+    rows = np.arange(logits.shape[0])
+    one_hot[rows, index] = valid
+    return (probs - one_hot) * d_loss[:, None]
+
+
+OPS = [SoftmaxCrossEntropyBackwardOp]

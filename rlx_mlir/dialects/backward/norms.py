@@ -1,3 +1,519 @@
-"""Backward ops (filled in by their owner)."""
+"""Normalisation and rope backward ops (SPEC 3.2-3.4, rows 3-14 of SPEC 3).
 
-OPS: list = []
+Each op recomputes the statistics it needs from the forward input ``x`` (nothing is
+saved from the forward pass) and keeps only the operands its math reads::
+
+    %dx = rlx.layer_norm_backward_input %x, %g, %dy {eps = 1.0e-05 : f32}
+            : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %dg = rlx.layer_norm_backward_gamma %x, %dy : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8xf32>
+
+The scale/shift gradients (``*_gamma``, ``*_beta``) are ``[D]`` or ``[C]``, the only
+shape the forward ops accept for gamma and beta, so they are inferred.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, result_def
+
+from rlx_mlir.dialects.base import (
+    RlxOp,
+    ShapeError,
+    define_op,
+    dtype_of,
+    expect_float,
+    expect_rank,
+    optional,
+    require,
+    shape_of,
+    tensor,
+)
+from rlx_mlir.dialects.nn import (
+    LAST_AXIS_DOC,
+    check_eps,
+    check_last_axis,
+    check_vectors,
+    eps_doc,
+)
+from rlx_mlir.rules import INTERPRET, VJP
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
+
+# ---------------------------------------------------------------- shared checks and math
+
+
+def expect_like(op_name: str, name: str, want: TensorType, got: TensorType, of: str) -> None:
+    """``got`` (operand ``name``) must have exactly the type ``want`` (that of ``of``)."""
+    if got != want:
+        raise ShapeError(f"'{op_name}' {name} must have the type of {of} ({want}), got {got}")
+
+
+def check_groups(op_name: str, x: TensorType, attrs: dict[str, Any]) -> int:
+    """C of ``x [N, C, ...]`` after checking ``num_groups`` divides it (as group_norm)."""
+    channels = expect_rank(x, (3, 4), f"'{op_name}' operand x ([N, C, L] or [N, C, H, W])")[1]
+    groups = require(attrs, "num_groups", int)
+    if groups <= 0 or channels % groups:
+        raise ShapeError(
+            f"'{op_name}' num_groups = {groups} must be positive and divide C = {channels}"
+        )
+    return channels
+
+
+def normalize_rows(x: np.ndarray, eps: float, centered: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(x_hat, inv)`` over the last axis: ``inv = 1/sqrt(mean(xc^2) + eps)``.
+
+    ``xc`` is ``x - mean(x)`` when ``centered`` (layer/group norm), else ``x`` (RMS norm).
+    """
+    xc = x - x.mean(axis=-1, keepdims=True) if centered else x
+    inv = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+    return xc * inv, inv
+
+
+def normalized_input_grad(gg: np.ndarray, x_hat: np.ndarray, inv: np.ndarray,
+                          centered: bool) -> np.ndarray:
+    """``inv * (gg - mean(gg) - x_hat * mean(gg * x_hat))`` per row (SPEC 3.2, 3.3).
+
+    ``gg = dy * gamma``; the ``mean(gg)`` term only when ``centered``.
+    """
+    shift = gg.mean(axis=-1, keepdims=True) if centered else 0.0
+    return inv * (gg - shift - x_hat * (gg * x_hat).mean(axis=-1, keepdims=True))
+
+
+def sum_but_last(a: np.ndarray) -> np.ndarray:
+    """Sum over every axis but the last: ``[..., D] -> [D]``."""
+    return a.reshape(-1, a.shape[-1]).sum(axis=0)
+
+
+def sum_but_channel(a: np.ndarray) -> np.ndarray:
+    """Sum over every axis but axis 1: ``[N, C, ...] -> [C]``."""
+    return a.swapaxes(0, 1).reshape(a.shape[1], -1).sum(axis=1)
+
+
+# ---------------------------------------------------------------- layer_norm / rms_norm
+
+
+class RowNormBackwardInput(RlxOp):
+    """``dx`` of a last-axis norm from ``x, gamma, dy`` (beta does not enter it)."""
+
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    CENTERED: ClassVar[bool]
+    EPS: ClassVar[float]
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, gamma, dy = types
+        dtype = expect_float(x, f"'{cls.name}' operand x")
+        shape = shape_of(x)
+        check_last_axis(cls.name, attrs, len(shape))
+        check_eps(attrs, cls.EPS)
+        check_vectors(cls.name, dtype, shape[-1], "the last dim of x", [("gamma", gamma)])
+        expect_like(cls.name, "dy", x, dy, "x")
+        return [x]
+
+
+class RowNormBackwardGamma(RlxOp):
+    """``dgamma = sum_rows(dy * x_hat)`` of a last-axis norm: ``x, dy -> [D]``."""
+
+    x = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    CENTERED: ClassVar[bool]
+    EPS: ClassVar[float]
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, dy = types
+        dtype = expect_float(x, f"'{cls.name}' operand x")
+        shape = shape_of(x)
+        check_last_axis(cls.name, attrs, len(shape))
+        check_eps(attrs, cls.EPS)
+        expect_like(cls.name, "dy", x, dy, "x")
+        return [tensor((shape[-1],), dtype)]
+
+
+def _row_norm_attrs(eps: float) -> dict[str, str]:
+    return {"axis": LAST_AXIS_DOC, "eps": eps_doc(eps)}
+
+
+LayerNormBackwardInputOp = define_op(
+    "LayerNormBackwardInputOp", RowNormBackwardInput, "rlx.layer_norm_backward_input",
+    """``dx`` of ``rlx.layer_norm``: ``inv * (g - mean(g) - x_hat * mean(g * x_hat))``
+    per row, ``g = dy * gamma`` (SPEC 3.2). Operands ``x, gamma, dy``.
+
+    Example::
+
+        %dx = rlx.layer_norm_backward_input %x, %g, %dy {eps = 1.0e-05 : f32}
+                : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    """,
+    CENTERED=True, EPS=1e-5, ATTRS=_row_norm_attrs(1e-5),
+)
+LayerNormBackwardGammaOp = define_op(
+    "LayerNormBackwardGammaOp", RowNormBackwardGamma, "rlx.layer_norm_backward_gamma",
+    """``dgamma`` of ``rlx.layer_norm``: ``sum_rows(dy * x_hat)``, ``[D]``. Operands ``x, dy``.
+
+    Example::
+
+        %dg = rlx.layer_norm_backward_gamma %x, %dy
+                : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8xf32>
+    """,
+    CENTERED=True, EPS=1e-5, ATTRS=_row_norm_attrs(1e-5),
+)
+RmsNormBackwardInputOp = define_op(
+    "RmsNormBackwardInputOp", RowNormBackwardInput, "rlx.rms_norm_backward_input",
+    """``dx`` of ``rlx.rms_norm``: ``r * (g - x_hat * mean(g * x_hat))`` per row,
+    ``r = rsqrt(mean(x^2) + eps)``, ``x_hat = x r``, ``g = dy * gamma`` (SPEC 3.3).
+    Operands ``x, gamma, dy`` (beta does not enter it).
+
+    Example::
+
+        %dx = rlx.rms_norm_backward_input %x, %g, %dy
+                : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    """,
+    CENTERED=False, EPS=1e-6, ATTRS=_row_norm_attrs(1e-6),
+)
+RmsNormBackwardGammaOp = define_op(
+    "RmsNormBackwardGammaOp", RowNormBackwardGamma, "rlx.rms_norm_backward_gamma",
+    """``dgamma`` of ``rlx.rms_norm``: ``sum_rows(dy * x * r)``, ``[D]``. Operands ``x, dy``.
+
+    Example::
+
+        %dg = rlx.rms_norm_backward_gamma %x, %dy {eps = 1.0e-06 : f32}
+                : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8xf32>
+    """,
+    CENTERED=False, EPS=1e-6, ATTRS=_row_norm_attrs(1e-6),
+)
+
+
+@INTERPRET.register(LayerNormBackwardInputOp, RmsNormBackwardInputOp)
+def _interpret_row_norm_input(op: RowNormBackwardInput, x: np.ndarray, gamma: np.ndarray,
+                              dy: np.ndarray) -> np.ndarray:
+    centered = type(op).CENTERED
+    x_hat, inv = normalize_rows(x, op.attr("eps", type(op).EPS), centered)
+    return normalized_input_grad(dy * gamma, x_hat, inv, centered)
+
+
+@INTERPRET.register(LayerNormBackwardGammaOp, RmsNormBackwardGammaOp)
+def _interpret_row_norm_gamma(op: RowNormBackwardGamma, x: np.ndarray,
+                              dy: np.ndarray) -> np.ndarray:
+    x_hat, _ = normalize_rows(x, op.attr("eps", type(op).EPS), type(op).CENTERED)
+    return sum_but_last(dy * x_hat)
+
+
+# ---------------------------------------------------------------- group_norm
+
+
+GROUP_NORM_ATTRS = {"num_groups": "i64, required; positive and divides C", "eps": eps_doc(1e-5)}
+
+
+@irdl_op_definition
+class GroupNormBackwardInputOp(RlxOp):
+    """``dx`` of ``rlx.group_norm``: the layer-norm closed form over each (sample, group)
+    set, with ``g = dy * gamma[c]``. Operands ``x, gamma, dy`` (beta does not enter it).
+
+    Example::
+
+        %dx = rlx.group_norm_backward_input %x, %g, %dy {num_groups = 2 : i64}
+                : (tensor<2x4x3xf32>, tensor<4xf32>, tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+    """
+
+    name = "rlx.group_norm_backward_input"
+    x = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = GROUP_NORM_ATTRS
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, gamma, dy = types
+        dtype = expect_float(x, f"'{cls.name}' operand x")
+        channels = check_groups(cls.name, x, attrs)
+        check_eps(attrs, 1e-5)
+        check_vectors(cls.name, dtype, channels, "one per channel, dim 1 of x",
+                      [("gamma", gamma)])
+        expect_like(cls.name, "dy", x, dy, "x")
+        return [x]
+
+
+@irdl_op_definition
+class GroupNormBackwardGammaOp(RlxOp):
+    """``dgamma[c]`` of ``rlx.group_norm``: ``sum_{n, spatial} dy * x_hat``, ``[C]``.
+    Operands ``x, dy``.
+
+    Example::
+
+        %dg = rlx.group_norm_backward_gamma %x, %dy {num_groups = 2 : i64}
+                : (tensor<2x4x3xf32>, tensor<2x4x3xf32>) -> tensor<4xf32>
+    """
+
+    name = "rlx.group_norm_backward_gamma"
+    x = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = GROUP_NORM_ATTRS
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, dy = types
+        dtype = expect_float(x, f"'{cls.name}' operand x")
+        channels = check_groups(cls.name, x, attrs)
+        check_eps(attrs, 1e-5)
+        expect_like(cls.name, "dy", x, dy, "x")
+        return [tensor((channels,), dtype)]
+
+
+@irdl_op_definition
+class GroupNormBackwardBetaOp(RlxOp):
+    """``dbeta[c]`` of ``rlx.group_norm``: ``sum_{n, spatial} dy``, ``[C]``. Operand ``dy``
+    only (SPEC's unused x is dropped; the grouping does not matter).
+
+    Example::
+
+        %db = rlx.group_norm_backward_beta %dy : (tensor<2x4x3xf32>) -> tensor<4xf32>
+    """
+
+    name = "rlx.group_norm_backward_beta"
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        dtype = expect_float(types[0], f"'{cls.name}' operand dy")
+        channels = expect_rank(types[0], (3, 4), f"'{cls.name}' operand dy ([N, C, ...])")[1]
+        return [tensor((channels,), dtype)]
+
+
+def _grouped_norm(op: RlxOp, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(x_hat, inv)`` of ``x`` viewed as ``[N, G, C/G * spatial]``."""
+    grouped = x.reshape(x.shape[0], op.attr("num_groups"), -1)
+    return normalize_rows(grouped, op.attr("eps", 1e-5), centered=True)
+
+
+@INTERPRET.register(GroupNormBackwardInputOp)
+def _interpret_group_norm_input(op: GroupNormBackwardInputOp, x: np.ndarray,
+                                gamma: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    x_hat, inv = _grouped_norm(op, x)
+    gg = (dy * gamma.reshape((1, -1) + (1,) * (x.ndim - 2))).reshape(x_hat.shape)
+    return normalized_input_grad(gg, x_hat, inv, centered=True).reshape(x.shape)
+
+
+@INTERPRET.register(GroupNormBackwardGammaOp)
+def _interpret_group_norm_gamma(op: GroupNormBackwardGammaOp, x: np.ndarray,
+                                dy: np.ndarray) -> np.ndarray:
+    x_hat, _ = _grouped_norm(op, x)
+    return sum_but_channel(dy * x_hat.reshape(x.shape))
+
+
+@INTERPRET.register(GroupNormBackwardBetaOp)
+def _interpret_group_norm_beta(op: GroupNormBackwardBetaOp, dy: np.ndarray) -> np.ndarray:
+    return sum_but_channel(dy)
+
+
+# ---------------------------------------------------------------- batch_norm_inference
+
+
+def _channels(op_name: str, t: TensorType, name: str) -> int:
+    """The last (channel) dim of a float operand ``t``."""
+    expect_float(t, f"'{op_name}' operand {name}")
+    shape = shape_of(t)
+    if not shape:
+        raise ShapeError(f"'{op_name}' operand {name} needs a channel (last) axis, got {t}")
+    return shape[-1]
+
+
+@irdl_op_definition
+class BatchNormInferenceBackwardInputOp(RlxOp):
+    """``dx`` of ``rlx.batch_norm_inference`` (frozen statistics):
+    ``dy * gamma[c] / sqrt(var[c] + eps)``. Operands ``gamma, var, dy`` (x and mean do
+    not enter it); the result has dy's type.
+
+    Example::
+
+        %dx = rlx.batch_norm_inference_backward_input %g, %v, %dy {eps = 1.0e-05 : f32}
+                : (tensor<3xf32>, tensor<3xf32>, tensor<2x5x3xf32>) -> tensor<2x5x3xf32>
+    """
+
+    name = "rlx.batch_norm_inference_backward_input"
+    gamma = operand_def(TensorType)
+    var = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {"eps": eps_doc(1e-5)}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        gamma, var, dy = types
+        channels = _channels(cls.name, dy, "dy")
+        check_eps(attrs, 1e-5)
+        check_vectors(cls.name, dtype_of(dy), channels, "one per channel, the last dim of dy",
+                      [("gamma", gamma), ("var", var)])
+        return [dy]
+
+
+@irdl_op_definition
+class BatchNormInferenceBackwardGammaOp(RlxOp):
+    """``dgamma[c]`` of ``rlx.batch_norm_inference``:
+    ``sum_{all but last} dy * (x - mean[c]) / sqrt(var[c] + eps)``, ``[C]``.
+    Operands ``x, mean, var, dy``.
+
+    Example::
+
+        %dg = rlx.batch_norm_inference_backward_gamma %x, %m, %v, %dy
+                : (tensor<2x5x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x5x3xf32>)
+                -> tensor<3xf32>
+    """
+
+    name = "rlx.batch_norm_inference_backward_gamma"
+    x = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    var = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {"eps": eps_doc(1e-5)}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, mean, var, dy = types
+        channels = _channels(cls.name, x, "x")
+        check_eps(attrs, 1e-5)
+        dtype = dtype_of(x)
+        check_vectors(cls.name, dtype, channels, "one per channel, the last dim of x",
+                      [("mean", mean), ("var", var)])
+        expect_like(cls.name, "dy", x, dy, "x")
+        return [tensor((channels,), dtype)]
+
+
+@irdl_op_definition
+class BatchNormInferenceBackwardBetaOp(RlxOp):
+    """``dbeta[c]`` of ``rlx.batch_norm_inference``: ``dy`` summed over all but the last
+    axis, ``[C]``. Operand ``dy``.
+
+    Example::
+
+        %db = rlx.batch_norm_inference_backward_beta %dy : (tensor<2x5x3xf32>) -> tensor<3xf32>
+    """
+
+    name = "rlx.batch_norm_inference_backward_beta"
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        channels = _channels(cls.name, types[0], "dy")
+        return [tensor((channels,), dtype_of(types[0]))]
+
+
+@INTERPRET.register(BatchNormInferenceBackwardInputOp)
+def _interpret_batch_norm_input(op: BatchNormInferenceBackwardInputOp, gamma: np.ndarray,
+                                var: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    return dy * gamma / np.sqrt(var + op.attr("eps", 1e-5))
+
+
+@INTERPRET.register(BatchNormInferenceBackwardGammaOp)
+def _interpret_batch_norm_gamma(op: BatchNormInferenceBackwardGammaOp, x: np.ndarray,
+                                mean: np.ndarray, var: np.ndarray,
+                                dy: np.ndarray) -> np.ndarray:
+    return sum_but_last(dy * (x - mean) / np.sqrt(var + op.attr("eps", 1e-5)))
+
+
+@INTERPRET.register(BatchNormInferenceBackwardBetaOp)
+def _interpret_batch_norm_beta(op: BatchNormInferenceBackwardBetaOp,
+                               dy: np.ndarray) -> np.ndarray:
+    return sum_but_last(dy)
+
+
+# ---------------------------------------------------------------- rope
+
+
+def check_rope(op_name: str, x: TensorType, cos: TensorType, sin: TensorType,
+               attrs: dict[str, Any], x_name: str = "x") -> TensorType:
+    """The checks of ``rlx.rope`` (layout, head_dim, n_rot, tables); returns ``x``."""
+    dtype = expect_float(x, f"'{op_name}' operand {x_name}")
+    shape = expect_rank(x, (2, 3), f"'{op_name}' operand {x_name} ([S, hidden] or [B, S, hidden])")
+    head_dim = require(attrs, "head_dim", int)
+    if head_dim <= 0 or head_dim % 2 or shape[-1] % head_dim:
+        raise ShapeError(f"'{op_name}' head_dim = {head_dim} must be positive, even and "
+                         f"divide the hidden size {shape[-1]}")
+    n_rot = optional(attrs, "n_rot", int, head_dim)
+    if not 0 < n_rot <= head_dim or n_rot % 2:
+        raise ShapeError(f"'{op_name}' n_rot = {n_rot} must be positive, even and "
+                         f"<= head_dim = {head_dim}")
+    want = tensor((shape[-2], head_dim // 2), dtype)
+    for table_name, table in (("cos", cos), ("sin", sin)):
+        if table != want:
+            raise ShapeError(f"'{op_name}' {table_name} table must be {want} "
+                             f"([S, head_dim/2]), got {table}")
+    return x
+
+
+def rotate_half(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, head_dim: int,
+                n_rot: int) -> np.ndarray:
+    """Rotate-half rope of ``x [..., S, H*head_dim]`` by tables ``[S, head_dim/2]``."""
+    half = n_rot // 2
+    heads = x.reshape(*x.shape[:-1], -1, head_dim)
+    c, s = cos[:, None, :half], sin[:, None, :half]
+    first, second = heads[..., :half], heads[..., half:2 * half]
+    y = heads.copy()
+    y[..., :half] = first * c - second * s
+    y[..., half:2 * half] = second * c + first * s
+    return y.reshape(x.shape)
+
+
+@irdl_op_definition
+class RopeBackwardOp(RlxOp):
+    """``dx`` of ``rlx.rope``: rope of ``dy`` with ``sin`` negated (SPEC 3.4), i.e.
+    ``dx[i] = dy[i] c_i + dy[half+i] s_i``, ``dx[half+i] = dy[half+i] c_i - dy[i] s_i``;
+    dims ``n_rot ..`` pass through. Same table indexing as the forward (no wrapping,
+    SPEC 9.28). Operands ``dy, cos, sin``.
+
+    Example::
+
+        %dx = rlx.rope_backward %dy, %c, %s {head_dim = 4 : i64}
+                : (tensor<1x3x8xf32>, tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<1x3x8xf32>
+    """
+
+    name = "rlx.rope_backward"
+    dy = operand_def(TensorType)
+    cos = operand_def(TensorType)
+    sin = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {
+        "head_dim": "i64, required; positive, even, divides the last dim of dy",
+        "n_rot": "i64, default head_dim; positive, even, <= head_dim (rotated dims per head)",
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        return [check_rope(cls.name, *types, attrs, x_name="dy")]
+
+
+@INTERPRET.register(RopeBackwardOp)
+def _interpret_rope_backward(op: RopeBackwardOp, dy: np.ndarray, cos: np.ndarray,
+                             sin: np.ndarray) -> np.ndarray:
+    head_dim = op.attr("head_dim")
+    return rotate_half(dy, cos, -sin, head_dim, op.attr("n_rot", head_dim))
+
+
+@VJP.register(RopeBackwardOp)
+def _vjp_rope_backward(ctx: VjpContext, op: RopeBackwardOp, g: Tensor) -> list[Tensor | None]:
+    """rope_backward is linear in dy with the transposed rotation: its VJP is rope."""
+    _, cos, sin = ctx.inputs(op)
+    return [ctx.b.rope(g, cos, sin, **op.py_attrs()), None, None]
+
+
+OPS = [
+    LayerNormBackwardInputOp, LayerNormBackwardGammaOp, RmsNormBackwardInputOp,
+    RmsNormBackwardGammaOp, GroupNormBackwardInputOp, GroupNormBackwardGammaOp,
+    GroupNormBackwardBetaOp, BatchNormInferenceBackwardInputOp,
+    BatchNormInferenceBackwardGammaOp, BatchNormInferenceBackwardBetaOp, RopeBackwardOp,
+]

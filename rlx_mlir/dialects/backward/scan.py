@@ -1,0 +1,161 @@
+"""Scan backward ops (SPEC 3.8): ``rlx.scan_backward`` (d init) and
+``rlx.scan_backward_xs`` (d xs_i), each carrying the body's VJP as a region.
+
+Operands: ``init, trajectory, upstream, xs...``; regions: ``body_vjp``
+``(carry, x_t..., d_output) -> (dcarry, dx_t...)`` and, for a checkpointed scan
+(``0 < num_checkpoints < length``), ``forward_body`` ``(carry, x_t...) -> carry``
+used to recompute the carries between checkpoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, result_def, var_operand_def, var_region_def
+
+from rlx_mlir.dialects.base import RlxOp, ShapeError, dtype_of, optional, require, shape_of, tensor
+from rlx_mlir.dialects.control import (
+    check_block,
+    checkpoint_steps,
+    run_region,
+    trajectory_rows,
+)
+from rlx_mlir.rules import INTERPRET
+
+
+def _layout(types: Sequence[TensorType], attrs) -> tuple[int, int, list[TensorType]]:
+    """``(length, K, per-step xs types)`` after checking operands and attributes."""
+    length = require(attrs, "length", int)
+    k = optional(attrs, "num_checkpoints", int, 0)
+    if length < 1 or not 0 <= k <= length:
+        raise ShapeError(f"need length >= 1 and 0 <= num_checkpoints <= length, got "
+                         f"{length}, {k}")
+    if len(types) < 3:
+        raise ShapeError("expected operands (init, trajectory, upstream, xs...)")
+    init, traj, upstream, *xs = types
+    carry = shape_of(init)
+    rows = trajectory_rows(length, k)
+    if shape_of(traj) != (rows, *carry) or shape_of(upstream) != shape_of(traj):
+        raise ShapeError(f"trajectory and upstream must be [{rows}, {', '.join(map(str, carry))}]"
+                         f" for length {length} with {k} checkpoints")
+    steps = []
+    for x in xs:
+        shape = shape_of(x)
+        if not shape or shape[0] != length:
+            raise ShapeError(f"per-step input {x} must have leading dimension {length}")
+        steps.append(tensor(shape[1:], dtype_of(x)))
+    return length, k, steps
+
+
+class ScanBackwardBase(RlxOp):
+    init = operand_def(TensorType)
+    trajectory = operand_def(TensorType)
+    upstream = operand_def(TensorType)
+    xs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    bodies = var_region_def("single_block")
+    ATTRS: ClassVar[dict[str, str]] = {
+        "length": "i64, the forward scan's length",
+        "num_checkpoints": "i64 K of the forward scan (0 = every carry stored)",
+    }
+
+    def verify_(self) -> None:
+        super().verify_()
+        types = self.in_types()
+        length, k, steps = _layout(types, self.py_attrs())
+        carry = types[0]
+        checkpointed = trajectory_rows(length, k) != length
+        if len(self.bodies) != 1 + checkpointed:
+            raise ShapeError("expected a body_vjp region" +
+                             (" and a forward_body region (checkpointed)" if checkpointed else ""))
+        check_block(self.bodies[0].block, [carry, *steps, carry], [carry, *steps], "body_vjp")
+        if checkpointed:
+            check_block(self.bodies[1].block, [carry, *steps], [carry], "forward_body")
+
+
+def backward_sweep(op: ScanBackwardBase, init: np.ndarray, traj: np.ndarray,
+                   upstream: np.ndarray, xs: Sequence[np.ndarray]):
+    """Yield ``(t, outputs of body_vjp at step t)`` for t = length-1 ... 0 (SPEC 3.8)."""
+    length, k = op.attr("length"), op.attr("num_checkpoints", 0)
+    steps = checkpoint_steps(length, k)
+    row_of = {s: r for r, s in enumerate(steps)}
+    carry_at = _carry_source(op, init, traj, xs, steps, length)
+    dcarry = np.zeros_like(init)
+    for t in range(length - 1, -1, -1):
+        if t in row_of:
+            dcarry = dcarry + upstream[row_of[t]]
+        outs = run_region(op.bodies[0].block, [carry_at(t), *(x[t] for x in xs), dcarry])
+        dcarry = outs[0]
+        yield t, outs
+
+
+def _carry_source(op, init, traj, xs, steps: list[int], length: int):
+    """``carry_at(t)``: the carry entering step t, recomputed per segment when checkpointed."""
+    if len(steps) == length:
+        return lambda t: init if t == 0 else traj[t - 1]
+    cache: dict[int, np.ndarray] = {}
+
+    def carry_at(t: int) -> np.ndarray:
+        if t not in cache:
+            cache.clear()
+            k = next(i for i, s in enumerate(steps) if s >= t)
+            start = steps[k - 1] + 1 if k else 0
+            carry = traj[k - 1] if k else init
+            for step in range(start, steps[k] + 1):
+                cache[step] = carry
+                carry = run_region(op.bodies[1].block, [carry, *(x[step] for x in xs)])[0]
+        return cache[t]
+
+    return carry_at
+
+
+@irdl_op_definition
+class ScanBackwardOp(ScanBackwardBase):
+    """The gradient of a (trajectory-form) scan with respect to its ``init``."""
+
+    name = "rlx.scan_backward"
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        _layout(types, attrs)
+        return [types[0]]
+
+
+@INTERPRET.register(ScanBackwardOp)
+def _interpret_scan_backward(op, init, traj, upstream, *xs):
+    dcarry = np.zeros_like(init)
+    for _, outs in backward_sweep(op, init, traj, upstream, xs):
+        dcarry = outs[0]
+    return dcarry
+
+
+@irdl_op_definition
+class ScanBackwardXsOp(ScanBackwardBase):
+    """The gradient of a (trajectory-form) scan with respect to per-step input ``xs_idx``."""
+
+    name = "rlx.scan_backward_xs"
+    ATTRS: ClassVar[dict[str, str]] = {
+        **ScanBackwardBase.ATTRS, "xs_idx": "i64, which per-step input (0-based)"}
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        _layout(types, attrs)
+        index = require(attrs, "xs_idx", int)
+        if not 0 <= index < len(types) - 3:
+            raise ShapeError(f"xs_idx {index} out of range for {len(types) - 3} per-step inputs")
+        return [types[3 + index]]
+
+
+@INTERPRET.register(ScanBackwardXsOp)
+def _interpret_scan_backward_xs(op, init, traj, upstream, *xs):
+    index = op.attr("xs_idx")
+    dxs = np.zeros_like(xs[index])
+    for t, outs in backward_sweep(op, init, traj, upstream, xs):
+        dxs[t] = outs[1 + index]
+    return dxs
+
+
+OPS = [ScanBackwardOp, ScanBackwardXsOp]

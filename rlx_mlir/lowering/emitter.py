@@ -1,0 +1,385 @@
+"""The rule-author API: an :class:`Emitter` builds upstream ops before the rlx op it replaces.
+
+A LOWER rule receives the rlx op, an emitter and the operands (tensor SSA values) and
+returns the replacement value(s)::
+
+    @LOWER.register(SiluOp)
+    def _lower_silu(op, e: Emitter, x):
+        return e.elementwise([x], dtype_of(op.result.type),
+                             lambda s, v: s.mul(v, s.sigmoid(v)))
+
+Tensor-level helpers (``empty``, ``fill``, ``constant``, ``elementwise``, ``generic``,
+``reduce``, ``matmul``, ``batch_matmul``, ``transpose``, ``broadcast_to``, ``reshape``,
+``extract_slice``, ``insert_slice``)
+and scalar helpers for region bodies (``add``, ``exp``, ``cmp``, ``select``, ``cast`` ...)
+live on the same object: inside a body the emitter ``s`` inserts into the body block.
+Scalar helpers accept Python numbers for either operand (``s.mul(v, 0.5)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, math, tensor
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    i64,
+)
+from xdsl.dialects.linalg import attrs as linalg_attrs
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from rlx_mlir.dialects.base import DTYPES, dense_attr, shape_of
+from rlx_mlir.lowering.linalg_ext import BatchMatmulOp
+
+Value = SSAValue
+Scalar = SSAValue | float | int | bool
+Body = Callable[..., Any]
+
+_CMPF = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+_CMPI_SIGNED = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+_CMPI_UNSIGNED = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
+
+
+def element_type(dtype: str | Attribute) -> Attribute:
+    """``"f32"`` -> ``f32``; MLIR types pass through."""
+    return DTYPES[dtype] if isinstance(dtype, str) else dtype
+
+
+def is_float(t: Attribute) -> bool:
+    return not isinstance(t, IntegerType)
+
+
+def bit_width(t: Attribute) -> int:
+    return t.width.data if isinstance(t, IntegerType) else t.bitwidth  # type: ignore[attr-defined]
+
+
+def broadcast_map(in_shape: Sequence[int], out_shape: Sequence[int]) -> AffineMap:
+    """NumPy broadcasting as an indexing map: leading dims dropped, size-1 dims -> 0.
+
+    >>> str(broadcast_map((4, 1), (3, 4, 8)))
+    '(d0, d1, d2) -> (d1, 0)'
+    """
+    rank, lead = len(out_shape), len(out_shape) - len(in_shape)
+    exprs = [
+        AffineExpr.constant(0) if d == 1 and out_shape[lead + i] != 1
+        else AffineExpr.dimension(lead + i)
+        for i, d in enumerate(in_shape)
+    ]
+    return AffineMap(rank, 0, tuple(exprs))
+
+
+def _maps(maps: Sequence[AffineMap]) -> ArrayAttr:
+    return ArrayAttr([AffineMapAttr(m) for m in maps])
+
+
+def _iterators(kinds: Sequence[str]) -> ArrayAttr:
+    table = {"parallel": linalg_attrs.IteratorTypeAttr.parallel(),
+             "reduction": linalg_attrs.IteratorTypeAttr.reduction()}
+    return ArrayAttr([table[k] for k in kinds])
+
+
+def _reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+    return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+
+
+class Emitter:
+    """Inserts upstream ops at one insertion point and returns their results."""
+
+    def __init__(self, insert_point: InsertPoint):
+        self.insert_point = insert_point
+
+    # -- raw insertion ------------------------------------------------------
+    def emit(self, op: Operation) -> Any:
+        """Insert ``op``; return its single result (or the op when it has several)."""
+        Rewriter.insert_op(op, self.insert_point)
+        return op.results[0] if len(op.results) == 1 else op
+
+    def region(self, arg_types: Sequence[Attribute], body: Body, yield_op=linalg.YieldOp) -> Region:
+        """A one-block region: ``body(emitter, *block_args)`` returns the yielded value(s)."""
+        block = Block(arg_types=list(arg_types))
+        values = body(Emitter(InsertPoint.at_end(block)), *block.args)
+        values = values if isinstance(values, (list, tuple)) else [values]
+        block.add_op(yield_op(*values))
+        return Region(block)
+
+    # -- tensors ------------------------------------------------------------
+    def empty(self, shape: Sequence[int], dtype: str | Attribute) -> Value:
+        return self.emit(tensor.EmptyOp([], TensorType(element_type(dtype), list(shape))))
+
+    def fill(self, value: Scalar, shape: Sequence[int], dtype: str | Attribute) -> Value:
+        """A tensor of ``shape`` holding ``value`` everywhere (``linalg.fill``)."""
+        init = self.empty(shape, dtype)
+        scalar = self.scalar(value, element_type(dtype))
+        return self.emit(linalg.FillOp([scalar], [init], [init.type]))
+
+    def constant(self, value: np.ndarray | DenseIntOrFPElementsAttr) -> Value:
+        """``arith.constant dense<...>`` from a numpy array or a dense attribute."""
+        attr = value if isinstance(value, DenseIntOrFPElementsAttr) else dense_attr(value)
+        return self.emit(arith.ConstantOp(attr))
+
+    def generic(self, inputs: Sequence[Value], inits: Sequence[Value],
+                maps: Sequence[AffineMap], iterators: Sequence[str], body: Body) -> Any:
+        """``linalg.generic``; ``body(s, *in_scalars, *out_scalars)`` returns the yields."""
+        types = [v.type.element_type for v in (*inputs, *inits)]  # type: ignore[attr-defined]
+        op = linalg.GenericOp(
+            list(inputs), list(inits), self.region(types, body), _maps(maps),
+            _iterators(iterators), [v.type for v in inits],
+        )
+        return self.emit(op)
+
+    def elementwise(self, inputs: Sequence[Value], dtype: str | Attribute, body: Body,
+                    shape: Sequence[int] | None = None) -> Value:
+        """A parallel ``linalg.generic`` over NumPy-broadcast ``inputs``.
+
+        ``body(s, *scalars)`` returns the result scalar of element type ``dtype``.
+        """
+        out_shape = tuple(shape) if shape is not None else _broadcast_all(inputs)
+        init = self.empty(out_shape, dtype)
+        maps = [broadcast_map(shape_of(v.type), out_shape) for v in inputs]
+        maps.append(AffineMap.identity(len(out_shape)))
+        return self.generic(
+            inputs, [init], maps, ["parallel"] * len(out_shape),
+            lambda s, *args: body(s, *args[: len(inputs)]),
+        )
+
+    def broadcast_to(self, x: Value, shape: Sequence[int]) -> Value:
+        """NumPy ``broadcast_to`` materialised as a copy."""
+        return self.elementwise([x], x.type.element_type, lambda s, v: v, shape)  # type: ignore[attr-defined]
+
+    def reduce(self, x: Value, axes: Sequence[int], init: Scalar, body: Body,
+               keep_dims: bool = False) -> Value:
+        """``linalg.reduce`` over ``axes`` from ``init``; ``body(s, elem, acc)`` -> new acc."""
+        in_shape, etype = shape_of(x.type), x.type.element_type  # type: ignore[attr-defined]
+        axes = sorted(a % len(in_shape) for a in axes)
+        kept = [d for i, d in enumerate(in_shape) if i not in axes]
+        acc = self.fill(init, kept, etype)
+        region = self.region([etype, etype], body)
+        out = self.emit(linalg.ReduceOp(x, acc, DenseArrayBase.from_list(i64, axes), region))
+        if not keep_dims:
+            return out
+        return self.reshape(out, [1 if i in axes else d for i, d in enumerate(in_shape)])
+
+    def matmul(self, a: Value, b: Value) -> Value:
+        """``linalg.matmul`` of [M, K] x [K, N] into a zero-filled [M, N]."""
+        (m, _), (_, n) = shape_of(a.type), shape_of(b.type)
+        acc = self.fill(0, (m, n), a.type.element_type)  # type: ignore[attr-defined]
+        return self.emit(linalg.MatmulOp([a, b], [acc]))
+
+    def batch_matmul(self, a: Value, b: Value) -> Value:
+        """``linalg.batch_matmul`` of [B, M, K] x [B, K, N] into a zero-filled [B, M, N]."""
+        (bs, m, _), (_, _, n) = shape_of(a.type), shape_of(b.type)
+        acc = self.fill(0, (bs, m, n), a.type.element_type)  # type: ignore[attr-defined]
+        return self.emit(BatchMatmulOp([a, b], [acc]))
+
+    def transpose(self, x: Value, perm: Sequence[int]) -> Value:
+        """``linalg.transpose``: result dim ``i`` is operand dim ``perm[i]``."""
+        in_shape = shape_of(x.type)
+        init = self.empty([in_shape[p] for p in perm], x.type.element_type)  # type: ignore[attr-defined]
+        return self.emit(linalg.TransposeOp(x, init, DenseArrayBase.from_list(i64, list(perm))))
+
+    def reshape(self, x: Value, shape: Sequence[int]) -> Value:
+        """Row-major reshape via ``tensor.collapse_shape`` then ``tensor.expand_shape``."""
+        in_shape, etype = shape_of(x.type), x.type.element_type  # type: ignore[attr-defined]
+        if tuple(in_shape) == tuple(shape):
+            return x
+        size = int(np.prod(in_shape))
+        if len(in_shape) == 1:
+            flat = x
+        elif in_shape:
+            flat = self._collapse(x, in_shape, [size], etype)
+        else:
+            flat = self._expand(x, in_shape, [size], etype)
+        if len(shape) == 1:
+            return flat
+        if shape:
+            return self._expand(flat, [size], shape, etype)
+        return self._collapse(flat, [size], shape, etype)
+
+    def extract_slice(self, x: Value, offsets: Sequence[int], sizes: Sequence[int],
+                      strides: Sequence[int] | None = None) -> Value:
+        """``x[o0:o0+s0*st0:st0, ...]`` as ``tensor.extract_slice`` (same rank)."""
+        op = tensor.ExtractSliceOp.from_static_parameters(x, list(offsets), list(sizes),
+                                                         None if strides is None else list(strides))
+        return self.emit(op)
+
+    def insert_slice(self, x: Value, into: Value, offsets: Sequence[int],
+                     strides: Sequence[int] | None = None) -> Value:
+        """``into`` with ``x`` written at ``offsets`` (``tensor.insert_slice``)."""
+        sizes = list(shape_of(x.type))
+        op = tensor.InsertSliceOp.from_static_parameters(x, into, list(offsets), sizes,
+                                                        None if strides is None else list(strides))
+        return self.emit(op)
+
+    def _collapse(self, x: Value, in_shape, out_shape, etype) -> Value:
+        groups = [list(range(len(in_shape)))] if out_shape and in_shape else []
+        op = tensor.CollapseShapeOp.create(
+            operands=[x], result_types=[TensorType(etype, list(out_shape))],
+            properties={"reassociation": _reassociation(groups)})
+        return self.emit(op)
+
+    def _expand(self, x: Value, in_shape, out_shape, etype) -> Value:
+        groups = [list(range(len(out_shape)))] if in_shape and out_shape else []
+        op = tensor.ExpandShapeOp.create(
+            operands=[x], result_types=[TensorType(etype, list(out_shape))],
+            properties={"reassociation": _reassociation(groups),
+                        "static_output_shape": DenseArrayBase.from_list(i64, list(out_shape))})
+        return self.emit(op)
+
+    # -- scalars (region bodies, or anywhere) ---------------------------------
+    def scalar(self, value: Scalar, etype: Attribute) -> Value:
+        """A scalar SSA value: Python numbers become ``arith.constant`` of ``etype``."""
+        if isinstance(value, SSAValue):
+            return value
+        if is_float(etype):
+            return self.emit(arith.ConstantOp(FloatAttr(float(value), etype)))  # type: ignore[arg-type]
+        return self.emit(arith.ConstantOp(IntegerAttr(int(value), etype)))  # type: ignore[arg-type]
+
+    def is_float(self, x: Value) -> bool:
+        """Whether a scalar value is floating point (pick float or integer semantics)."""
+        return is_float(x.type)
+
+    def _pair(self, a: Scalar, b: Scalar) -> tuple[Value, Value]:
+        like = a.type if isinstance(a, SSAValue) else b.type  # type: ignore[union-attr]
+        return self.scalar(a, like), self.scalar(b, like)
+
+    def _binary(self, a: Scalar, b: Scalar, float_op, int_op) -> Value:
+        a, b = self._pair(a, b)
+        return self.emit((float_op if is_float(a.type) else int_op)(a, b))
+
+    def add(self, a: Scalar, b: Scalar) -> Value:
+        return self._binary(a, b, arith.AddfOp, arith.AddiOp)
+
+    def sub(self, a: Scalar, b: Scalar) -> Value:
+        return self._binary(a, b, arith.SubfOp, arith.SubiOp)
+
+    def mul(self, a: Scalar, b: Scalar) -> Value:
+        return self._binary(a, b, arith.MulfOp, arith.MuliOp)
+
+    def div(self, a: Scalar, b: Scalar) -> Value:
+        """Float division, or signed integer division truncating toward zero."""
+        return self._binary(a, b, arith.DivfOp, arith.DivSIOp)
+
+    def min(self, a: Scalar, b: Scalar) -> Value:
+        """NaN-propagating minimum (``np.minimum``)."""
+        return self._binary(a, b, arith.MinimumfOp, arith.MinSIOp)
+
+    def max(self, a: Scalar, b: Scalar) -> Value:
+        return self._binary(a, b, arith.MaximumfOp, arith.MaxSIOp)
+
+    def pow(self, a: Scalar, b: Scalar) -> Value:
+        """``a ** b``: ``math.powf`` for floats, ``math.ipowi`` for integers."""
+        return self._binary(a, b, math.PowFOp, math.IPowIOp)
+
+    def copysign(self, a: Scalar, b: Scalar) -> Value:
+        a, b = self._pair(a, b)
+        return self.emit(math.CopySignOp(a, b))
+
+    def neg(self, x: Value) -> Value:
+        return self.emit(arith.NegfOp(x)) if is_float(x.type) else self.sub(0, x)
+
+    def abs(self, x: Value) -> Value:
+        return self.emit(math.AbsFOp(x) if is_float(x.type) else math.AbsIOp(x))
+
+    def exp(self, x: Value) -> Value:
+        return self.emit(math.ExpOp(x))
+
+    def log(self, x: Value) -> Value:
+        return self.emit(math.LogOp(x))
+
+    def sqrt(self, x: Value) -> Value:
+        return self.emit(math.SqrtOp(x))
+
+    def rsqrt(self, x: Value) -> Value:
+        return self.emit(math.RsqrtOp(x))
+
+    def tanh(self, x: Value) -> Value:
+        return self.emit(math.TanhOp(x))
+
+    def erf(self, x: Value) -> Value:
+        return self.emit(math.ErfOp(x))
+
+    def sin(self, x: Value) -> Value:
+        return self.emit(math.SinOp(x))
+
+    def cos(self, x: Value) -> Value:
+        return self.emit(math.CosOp(x))
+
+    def tan(self, x: Value) -> Value:
+        return self.emit(math.TanOp(x))
+
+    def atan(self, x: Value) -> Value:
+        return self.emit(math.AtanOp(x))
+
+    def floor(self, x: Value) -> Value:
+        return self.emit(math.FloorOp(x))
+
+    def sigmoid(self, x: Value) -> Value:
+        """``0.5 * (1 + tanh(x / 2))`` (the interpreter's formula; no overflow)."""
+        return self.mul(self.add(self.tanh(self.mul(x, 0.5)), 1.0), 0.5)
+
+    def round_half_away(self, x: Value) -> Value:
+        """``sign(x) * floor(|x| + 0.5)``."""
+        return self.copysign(self.floor(self.add(self.abs(x), 0.5)), x)
+
+    def cmp(self, predicate: str, a: Scalar, b: Scalar) -> Value:
+        """``eq ne lt le gt ge`` -> i1 (floats ordered except ``ne``; i1 unsigned)."""
+        a, b = self._pair(a, b)
+        if is_float(a.type):
+            return self.emit(arith.CmpfOp(a, b, _CMPF[predicate]))
+        table = _CMPI_UNSIGNED if bit_width(a.type) == 1 else _CMPI_SIGNED
+        return self.emit(arith.CmpiOp(a, b, table[predicate]))
+
+    def select(self, cond: Value, a: Scalar, b: Scalar) -> Value:
+        a, b = self._pair(a, b)
+        return self.emit(arith.SelectOp(cond, a, b))
+
+    def truth(self, x: Value) -> Value:
+        """``x != 0`` as i1 (i1 passes through)."""
+        if not is_float(x.type) and bit_width(x.type) == 1:
+            return x
+        return self.cmp("ne", x, 0)
+
+    def cast(self, x: Value, dtype: str | Attribute) -> Value:
+        """Convert with the interpreter's semantics (float -> int rounds half away from 0)."""
+        src, dst = x.type, element_type(dtype)
+        if src == dst:
+            return x
+        if bit_width(dst) == 1 and not is_float(dst):
+            return self.truth(x)
+        if is_float(src) and is_float(dst):
+            wider = bit_width(dst) > bit_width(src)
+            return self.emit((arith.ExtFOp if wider else arith.TruncFOp)(x, dst))
+        if is_float(src):
+            return self.emit(arith.FPToSIOp(self.round_half_away(x), dst))  # type: ignore[arg-type]
+        if is_float(dst):
+            to_float = arith.UIToFPOp if bit_width(src) == 1 else arith.SIToFPOp
+            return self.emit(to_float(x, dst))  # type: ignore[arg-type]
+        return self._int_resize(x, dst)
+
+    def _int_resize(self, x: Value, dst: Attribute) -> Value:
+        src_bits, dst_bits = bit_width(x.type), bit_width(dst)
+        if dst_bits < src_bits:
+            return self.emit(arith.TruncIOp(x, dst))
+        extend = arith.ExtUIOp if src_bits == 1 else arith.ExtSIOp
+        return self.emit(extend(x, dst))
+
+
+def _broadcast_all(values: Sequence[Value]) -> tuple[int, ...]:
+    from rlx_mlir.dialects.base import broadcast_shapes
+
+    shape: tuple[int, ...] = ()
+    for v in values:
+        shape = broadcast_shapes(shape, shape_of(v.type))
+    return shape

