@@ -339,9 +339,10 @@ def expect_same_dtype(types: Sequence[TensorType], what: str) -> str:
 
 
 def expect_index(t: TensorType, what: str) -> str:
-    """Index/label operands: i32, i64 or f32-encoded integers (SPEC 1.4)."""
+    """Index/label operands: i32, i64 or float-encoded integers (SPEC 1.4; f64 too, so
+    that a module promoted to f64 for gradient checking stays valid)."""
     dtype = dtype_of(t)
-    if dtype not in ("i32", "i64", "f32"):
+    if dtype not in ("i32", "i64", "f32", "f64"):
         raise ShapeError(f"{what} must be i32, i64 or f32-encoded integers, got {t}")
     return dtype
 
