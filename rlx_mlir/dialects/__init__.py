@@ -18,6 +18,7 @@ from rlx_mlir.dialects import (
     linalg,
     nn,
     shape,
+    solve,
 )
 from rlx_mlir.dialects.base import RlxOp
 
@@ -28,6 +29,7 @@ FAMILIES = {
     "attention": attention,
     "conv": conv,
     "shape": shape,
+    "solve": solve,
     "backward": backward,
     "control": control,
 }

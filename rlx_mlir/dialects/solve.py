@@ -1,0 +1,3 @@
+"""Solve family (filled in by its owner)."""
+
+OPS: list = []
