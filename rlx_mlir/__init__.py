@@ -16,8 +16,10 @@ from rlx_mlir.interpreter import interpret
 from rlx_mlir.ir import parse, to_text, verify
 from rlx_mlir.runtime.jit import compile  # noqa: A004
 from rlx_mlir.transforms.autodiff import grad_with_loss
+from rlx_mlir.transforms.jvp import jvp
+from rlx_mlir.transforms.vmap import vmap
 
 __all__ = [
-    "Builder", "Tensor", "RlxError", "compile", "grad_with_loss", "interpret", "parse", "to_text", "verify",
+    "Builder", "Tensor", "RlxError", "compile", "grad_with_loss", "interpret", "jvp", "parse", "to_text", "verify", "vmap",
 ]
 __version__ = "0.1.0"

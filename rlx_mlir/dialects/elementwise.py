@@ -31,11 +31,13 @@ from rlx_mlir.dialects.base import (
     shape_of,
     tensor,
 )
-from rlx_mlir.rules import INTERPRET, VJP, no_gradient
+from rlx_mlir.rules import INTERPRET, JVP, VJP, VMAP, no_gradient
 
 if TYPE_CHECKING:
     from rlx_mlir.builder import Tensor
     from rlx_mlir.transforms.autodiff import VjpContext
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
 
 # ---------------------------------------------------------------- binary
 
@@ -435,6 +437,102 @@ def _vjp_cast(ctx: VjpContext, op: CastOp, g: Tensor) -> list[Tensor | None]:
 
 
 VJP.register(CompareOp, StopGradientOp, ConstantOp)(no_gradient)
+
+
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+
+
+def _to_result(ctx: JvpContext, op: RlxOp, t: Tensor | None) -> Tensor | None:
+    """A tangent broadcast to the op's result shape (None stays None)."""
+    return None if t is None else ctx.broadcast_to(t, shape_of(op.results[0].type))
+
+
+@JVP.register(AddOp, SubOp)
+def _jvp_add_sub(ctx: JvpContext, op: BinaryOp, ta, tb) -> list[Tensor | None]:
+    if isinstance(op, SubOp) and tb is not None:
+        tb = -tb
+    return [_to_result(ctx, op, ctx.add(ta, tb))]
+
+
+@JVP.register(MulOp)
+def _jvp_mul(ctx: JvpContext, op: BinaryOp, ta, tb) -> list[Tensor | None]:
+    a, b = ctx.inputs(op)
+    return [_to_result(ctx, op, ctx.add(ctx.mul(ta, b), ctx.mul(tb, a)))]
+
+
+@JVP.register(DivOp)
+def _jvp_div(ctx: JvpContext, op: BinaryOp, ta, tb) -> list[Tensor | None]:
+    _, b = ctx.inputs(op)
+    (y,) = ctx.outputs(op)
+    numerator = ctx.add(ta, None if tb is None else -(tb * y))
+    return [_to_result(ctx, op, numerator / b)]
+
+
+@JVP.register(PowOp)
+def _jvp_pow(ctx: JvpContext, op: BinaryOp, ta, tb) -> list[Tensor | None]:
+    a, b = ctx.inputs(op)
+    (y,) = ctx.outputs(op)
+    da = None if ta is None else ta * b * ctx.b.pow(a, b - 1.0)
+    db = None if tb is None else tb * y * ctx.b.log(a)
+    return [_to_result(ctx, op, ctx.add(da, db))]
+
+
+@JVP.register(MaxOp, MinOp)
+def _jvp_min_max(ctx: JvpContext, op: BinaryOp, ta, tb) -> list[Tensor | None]:
+    a, b = ctx.inputs(op)
+    (y,) = ctx.outputs(op)
+    a_won = ctx.b.compare(a, y, predicate="eq")
+    zero = ctx.zeros((), y.dtype)
+    return [ctx.b.where(a_won, ta if ta is not None else zero, tb if tb is not None else zero)]
+
+
+@JVP.register(ReluOp)
+def _jvp_relu(ctx: JvpContext, op: UnaryOp, t) -> list[Tensor | None]:
+    (x,) = ctx.inputs(op)
+    return [ctx.b.relu_backward(x, t)]
+
+
+def _jvp_activation(ctx: JvpContext, op: UnaryOp, t) -> list[Tensor | None]:
+    """``f'(x) * t``: the activation backward op applied to the tangent."""
+    (x,) = ctx.inputs(op)
+    return [ctx.b.activation_backward(x, t, kind=op.name.removeprefix("rlx."))]
+
+
+for _kind, _op in ACTIVATION_OPS.items():
+    if _kind != "relu":
+        JVP.register(_op)(_jvp_activation)
+
+
+@JVP.register(WhereOp)
+def _jvp_where(ctx: JvpContext, op: WhereOp, tc, tt, tf) -> list[Tensor | None]:
+    if tt is None and tf is None:
+        return [None]
+    cond, _, _ = ctx.inputs(op)
+    zero = ctx.zeros((), dtype_of(op.results[0].type))
+    return [_to_result(ctx, op, ctx.b.where(cond, tt if tt is not None else zero,
+                                            tf if tf is not None else zero))]
+
+
+@JVP.register(CastOp)
+def _jvp_cast(ctx: JvpContext, op: CastOp, t) -> list[Tensor | None]:
+    target = dtype_of(op.results[0].type)
+    return [ctx.b.cast(t, target) if target in FLOAT_DTYPES else None]
+
+
+JVP.register(CompareOp, StopGradientOp, ConstantOp)(lambda ctx, op, *ts: [None])
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+
+VMAP.register(*BINARY_OPS, CompareOp, WhereOp)(
+    lambda ctx, op, xs, batched: ctx.elementwise(op, xs, batched))
+VMAP.register(*ACTIVATION_OPS.values(), StopGradientOp)(
+    lambda ctx, op, xs, batched: ctx.emit_like(op, xs))
+
+
+@VMAP.register(CastOp)
+def _vmap_cast(ctx: VmapContext, op: CastOp, xs, batched) -> list[Tensor]:
+    return ctx.emit_like(op, xs, out_shapes=[shape_of(op.results[0].type)])
 
 
 OPS = [

@@ -23,7 +23,7 @@ from rlx_mlir.dialects.base import (
     shape_of,
 )
 from rlx_mlir.dialects.elementwise import ACTIVATIONS, _erf, _sigmoid
-from rlx_mlir.rules import INTERPRET
+from rlx_mlir.rules import INTERPRET, JVP, VMAP
 
 
 def _check_pair(cls, types) -> list[TensorType]:
@@ -121,4 +121,114 @@ def _interpret_activation_backward(op, x: np.ndarray, dy: np.ndarray) -> np.ndar
         return DERIVATIVES[op.attr("kind")](x) * dy
 
 
+VMAP.register(ReluBackwardOp, ActivationBackwardOp)(
+    lambda ctx, op, xs, batched: ctx.same_shape(op, xs, batched))
+
+
+@JVP.register(ReluBackwardOp)
+def _jvp_relu_backward(ctx, op, tx, tdy):
+    """Linear in dy; the derivative in x is zero almost everywhere."""
+    x, _ = ctx.inputs(op)
+    return [None if tdy is None else ctx.b.relu_backward(x, tdy)]
+
+
 OPS = [ReluBackwardOp, ActivationBackwardOp]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# ``dx = f'(x) * dy`` as one parallel generic; each derivative body repeats the
+# interpreter's formula above (DERIVATIVES), so NaN/inf and the x <= 0 guards agree.
+
+from typing import Any  # noqa: E402
+
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+_SQRT_2 = math.sqrt(2.0)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_GELU_C = math.sqrt(2.0 / math.pi)
+_GELU_A = 0.044715
+
+
+def _sigmoid_prime(s: Any, x: Any) -> Any:
+    sig = s.sigmoid(x)
+    return s.mul(sig, s.sub(1.0, sig))
+
+
+def _silu_prime(s: Any, x: Any) -> Any:
+    sig = s.sigmoid(x)
+    return s.mul(sig, s.add(1.0, s.mul(x, s.sub(1.0, sig))))
+
+
+def _tanh_prime(s: Any, x: Any) -> Any:
+    t = s.tanh(x)
+    return s.sub(1.0, s.mul(t, t))
+
+
+def _gelu_prime(s: Any, x: Any) -> Any:
+    """``cdf + x * pdf`` with the exact (erf) normal cdf."""
+    cdf = s.mul(s.add(s.erf(s.div(x, _SQRT_2)), 1.0), 0.5)
+    pdf = s.div(s.exp(s.mul(s.mul(x, -0.5), x)), _SQRT_2PI)
+    return s.add(cdf, s.mul(x, pdf))
+
+
+def _gelu_approx_prime(s: Any, x: Any) -> Any:
+    square = s.mul(x, x)
+    t = s.tanh(s.mul(s.add(x, s.mul(s.mul(square, x), _GELU_A)), _GELU_C))
+    outer = s.mul(s.add(t, 1.0), 0.5)
+    slope = s.mul(s.mul(s.mul(s.mul(x, 0.5), s.sub(1.0, s.mul(t, t))), _GELU_C),
+                  s.add(s.mul(square, 3 * _GELU_A), 1.0))
+    return s.add(outer, slope)
+
+
+def _positive_or_zero_prime(fn: Any) -> Any:
+    """``fn(x)`` where ``x > 0``, else 0 (NaN too); ``fn`` only ever sees positive input."""
+    def body(s: Any, x: Any) -> Any:
+        positive = s.cmp("gt", x, 0.0)
+        return s.select(positive, fn(s, s.select(positive, x, 1.0)), 0.0)
+    return body
+
+
+def _sign(s: Any, x: Any) -> Any:
+    """``np.sign``: -1, 0 or 1 (``x * 0`` keeps zeros and NaN)."""
+    return s.select(s.cmp("gt", x, 0.0), 1.0,
+                    s.select(s.cmp("lt", x, 0.0), -1.0, s.mul(x, 0.0)))
+
+
+def _tan_prime(s: Any, x: Any) -> Any:
+    t = s.tan(x)
+    return s.add(s.mul(t, t), 1.0)
+
+
+_DERIVATIVE_BODIES: dict[str, Any] = {
+    "relu": lambda s, x: s.select(s.cmp("gt", x, 0.0), 1.0, 0.0),
+    "sigmoid": _sigmoid_prime,
+    "tanh": _tanh_prime,
+    "silu": _silu_prime,
+    "gelu": _gelu_prime,
+    "gelu_approx": _gelu_approx_prime,
+    "exp": lambda s, x: s.exp(x),
+    "log": lambda s, x: s.div(1.0, x),
+    "sqrt": _positive_or_zero_prime(lambda s, x: s.div(0.5, s.sqrt(x))),
+    "rsqrt": _positive_or_zero_prime(lambda s, x: s.mul(s.pow(x, -1.5), -0.5)),
+    "neg": lambda s, x: s.scalar(-1.0, x.type),
+    "abs": _sign,
+    "sin": lambda s, x: s.cos(x),
+    "cos": lambda s, x: s.neg(s.sin(x)),
+    "tan": _tan_prime,
+    "atan": lambda s, x: s.div(1.0, s.add(s.mul(x, x), 1.0)),
+    "round": lambda s, x: s.scalar(1.0, x.type),
+}
+assert set(_DERIVATIVE_BODIES) == set(DERIVATIVES)
+
+
+@LOWER.register(ReluBackwardOp)
+def _lower_relu_backward(op: ReluBackwardOp, e: Any, x: Any, dy: Any) -> Any:
+    return e.elementwise([x, dy], x.type.element_type,
+                         lambda s, v, g: s.select(s.cmp("gt", v, 0.0), g, 0.0))
+
+
+@LOWER.register(ActivationBackwardOp)
+def _lower_activation_backward(op: ActivationBackwardOp, e: Any, x: Any, dy: Any) -> Any:
+    derivative = _DERIVATIVE_BODIES[op.attr("kind")]
+    return e.elementwise([x, dy], x.type.element_type,
+                         lambda s, v, g: s.mul(derivative(s, v), g))

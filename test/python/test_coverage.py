@@ -1,0 +1,56 @@
+"""Rule coverage: every op has the rules its transforms need, and docs are up to date."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlx_mlir.dialects import ALL_OPS
+from rlx_mlir.rules import INTERPRET, PREPARE_AD, VJP
+from rlx_mlir.transforms import all_passes
+
+all_passes()  # import every module that registers rules
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Ops deliberately without a VJP rule; differentiating through them is a located error.
+NO_VJP = {
+    "rlx.attention_backward": "SPEC 5.17: no double backward through attention",
+    "rlx.scan_backward": "no double backward through scans",
+    "rlx.scan_backward_xs": "no double backward through scans",
+    "rlx.layer_norm_backward_input": "second derivatives of norms: not yet",
+    "rlx.layer_norm_backward_gamma": "second derivatives of norms: not yet",
+    "rlx.rms_norm_backward_input": "second derivatives of norms: not yet",
+    "rlx.rms_norm_backward_gamma": "second derivatives of norms: not yet",
+    "rlx.group_norm_backward_input": "second derivatives of norms: not yet",
+    "rlx.group_norm_backward_gamma": "second derivatives of norms: not yet",
+    "rlx.group_norm_backward_beta": "second derivatives of norms: not yet",
+    "rlx.batch_norm_inference_backward_input": "second derivatives of norms: not yet",
+    "rlx.batch_norm_inference_backward_gamma": "second derivatives of norms: not yet",
+    "rlx.batch_norm_inference_backward_beta": "second derivatives of norms: not yet",
+    "rlx.softmax_cross_entropy_backward": "second derivatives of cross-entropy: not yet",
+    "rlx.relu_backward": "second derivatives of activations: not yet",
+    "rlx.activation_backward": "second derivatives of activations: not yet",
+}
+
+
+@pytest.mark.parametrize("op", ALL_OPS, ids=lambda op: op.name)
+def test_every_op_has_an_interpreter_rule(op):
+    if op.name == "rlx.yield":
+        return  # a terminator: its region's owner interprets it
+    assert op in INTERPRET, f"{op.name} has no interpreter rule"
+
+
+@pytest.mark.parametrize("op", ALL_OPS, ids=lambda op: op.name)
+def test_every_differentiable_op_has_a_vjp_rule(op):
+    if op.name in NO_VJP:
+        assert op not in VJP, f"{op.name} has a rule now: remove it from NO_VJP"
+        return
+    assert op in VJP or op in PREPARE_AD, f"{op.name} has no VJP rule"
+
+
+def test_generated_docs_are_up_to_date():
+    done = subprocess.run([sys.executable, "-m", "rlx_mlir.tools.gen_docs", "--check"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
