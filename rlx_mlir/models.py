@@ -90,3 +90,38 @@ def llama_block_loss(batch: int = 4, seq: int = 128, d_model: int = 256, heads: 
     y = llama_block(b, x, cos, sin, "", heads, kv_heads, hidden)
     b.ret(b.reduce_mean(y * y, axes=[0, 1, 2]))
     return b.module
+
+
+def char_lm_loss(batch: int = 16, seq: int = 64, vocab: int = 64, d_model: int = 64,
+                 heads: int = 4, layers: int = 2, name: str = "lm_loss") -> ModuleOp:
+    """Next-character cross-entropy of a small causal transformer language model.
+
+    Inputs ``tokens`` and ``targets`` are ``[batch, seq]`` i32; params ``embed``,
+    ``pos``, the blocks' ``l<i>_*``, ``lnf_g``, ``lnf_b`` and ``unembed``.
+    """
+    b = Builder(name)
+    tokens = b.input("tokens", (batch, seq), "i32")
+    targets = b.input("targets", (batch, seq), "i32")
+    h = b.gather(b.param("embed", (vocab, d_model)), tokens, axis=0)
+    h = h + b.param("pos", (seq, d_model))
+    for i in range(layers):
+        h = transformer_block(b, h, f"l{i}_", heads)
+    h = b.layer_norm(h, b.param("lnf_g", (d_model,)), b.param("lnf_b", (d_model,)))
+    logits = b.reshape(h @ b.param("unembed", (d_model, vocab)), (batch * seq, vocab))
+    loss = b.softmax_cross_entropy(logits, b.reshape(targets, (batch * seq,)))
+    b.ret(b.reduce_mean(loss, axes=[0]))
+    return b.module
+
+
+def char_lm_logits(seq: int, vocab: int, d_model: int, heads: int, layers: int,
+                   name: str = "lm_logits") -> ModuleOp:
+    """The same model's logits for one sequence ``[1, seq]`` (for sampling)."""
+    b = Builder(name)
+    tokens = b.input("tokens", (1, seq), "i32")
+    h = b.gather(b.param("embed", (vocab, d_model)), tokens, axis=0)
+    h = h + b.param("pos", (seq, d_model))
+    for i in range(layers):
+        h = transformer_block(b, h, f"l{i}_", heads)
+    h = b.layer_norm(h, b.param("lnf_g", (d_model,)), b.param("lnf_b", (d_model,)))
+    b.ret(b.softmax(h @ b.param("unembed", (d_model, vocab)), axis=-1))
+    return b.module

@@ -399,3 +399,255 @@ def _vjp_attention(ctx: VjpContext, op: AttentionOp, g: Tensor) -> list[Tensor |
     if mask:
         grads.append(grad("bias") if attrs.get("mask_kind") == "bias" else None)
     return grads
+
+
+# ---------------------------------------------------------------- LOWER rules
+# Heads are viewed grouped, q as [B, S, Hkv, G, D] (G = Hq / Hkv) and k, v as
+# [B, S_kv, Hkv, D], so query head (kh, g) reading kv head kh is a plain dimension (the
+# GQA map h // G needs no division). Scores, probabilities and their gradients are
+# [B, Hkv, G, S, S_kv]. Both contractions are linalg.generics reading the operands in
+# place (no transpose, no repeated kv heads); the softmax is reductions over S_kv.
+
+from xdsl.dialects import arith  # noqa: E402
+from xdsl.dialects import tensor as tensor_ops  # noqa: E402
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, i64  # noqa: E402
+from xdsl.dialects.linalg.ops import IndexOp  # noqa: E402
+from xdsl.ir import SSAValue  # noqa: E402
+from xdsl.ir.affine import AffineMap  # noqa: E402
+
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.lowering.emitter import Emitter
+
+_P, _R = "parallel", "reduction"
+_SCORES_MAP = AffineMap.from_callable(lambda b, h, g, s, t: (b, h, g, s, t))
+_ROW_MAP = AffineMap.from_callable(lambda b, h, g, s, t: (b, h, g, s))
+_KEY_MASK_MAP = AffineMap.from_callable(lambda b, h, g, s, t: (b, t))
+_QUERY_DIM, _KEY_DIM = 3, 4  # positions of s and t in the scores iteration space
+GROUPED_HEADS = [[0], [1], [2, 3, 4]]  # [B, S, Hq*D] <-> [B, S, Hkv, G, D]
+KV_HEADS = [[0], [1], [2, 3]]  # [B, S_kv, Hkv*D] <-> [B, S_kv, Hkv, D]
+GROUPED_SCORES = [[0], [1, 2], [3], [4]]  # [B, Hq, S, S_kv] <-> [B, Hkv, G, S, S_kv]
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """A ``linalg.generic`` computing ``out += a * b`` (maps over one iteration space)."""
+
+    a_map: AffineMap
+    b_map: AffineMap
+    out_map: AffineMap
+    iterators: tuple[str, ...]
+
+    def out_shape(self, a_shape: Sequence[int], b_shape: Sequence[int]) -> list[int]:
+        """Loop sizes read off the operands (every map result is a plain dimension)."""
+        sizes = {expr.position: size  # type: ignore[attr-defined]
+                 for m, shape in ((self.a_map, a_shape), (self.b_map, b_shape))
+                 for expr, size in zip(m.results, shape, strict=True)}
+        return [sizes[expr.position] for expr in self.out_map.results]  # type: ignore[attr-defined]
+
+    def emit(self, e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+        out_shape = self.out_shape(shape_of(a.type), shape_of(b.type))
+        init = e.fill(0.0, out_shape, a.type.element_type)  # type: ignore[attr-defined]
+        return e.generic([a, b], [init], [self.a_map, self.b_map, self.out_map],
+                         self.iterators, lambda s, x, y, acc: s.add(acc, s.mul(x, y)))
+
+
+SCORES_CONTRACTION = Contraction(
+    AffineMap.from_callable(lambda b, h, g, s, t, d: (b, s, h, g, d)),
+    AffineMap.from_callable(lambda b, h, g, s, t, d: (b, t, h, d)),
+    AffineMap.from_callable(lambda b, h, g, s, t, d: (b, h, g, s, t)),
+    (_P,) * 5 + (_R,))
+"""``[B, S, Hkv, G, D] x [B, S_kv, Hkv, D] -> [B, Hkv, G, S, S_kv]`` (Q K^T, dO V^T)."""
+
+KEYS_CONTRACTION = Contraction(
+    AffineMap.from_callable(lambda b, s, h, g, d, t: (b, h, g, s, t)),
+    AffineMap.from_callable(lambda b, s, h, g, d, t: (b, t, h, d)),
+    AffineMap.from_callable(lambda b, s, h, g, d, t: (b, s, h, g, d)),
+    (_P,) * 5 + (_R,))
+"""``[B, Hkv, G, S, S_kv] x [B, S_kv, Hkv, D] -> [B, S, Hkv, G, D]`` (P V, dS K)."""
+
+QUERIES_CONTRACTION = Contraction(
+    AffineMap.from_callable(lambda b, t, h, d, g, s: (b, h, g, s, t)),
+    AffineMap.from_callable(lambda b, t, h, d, g, s: (b, s, h, g, d)),
+    AffineMap.from_callable(lambda b, t, h, d, g, s: (b, t, h, d)),
+    (_P,) * 4 + (_R,) * 2)
+"""``[B, Hkv, G, S, S_kv] x [B, S, Hkv, G, D] -> [B, S_kv, Hkv, D]`` summed over the
+group (P^T dO, dS^T Q)."""
+
+
+def regroup(e: Emitter, x: SSAValue, shape: Sequence[int], groups: list[list[int]]) -> SSAValue:
+    """``tensor.expand_shape`` (more dims) or ``collapse_shape`` (fewer) by ``groups``."""
+    reassociation = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+    result = TensorType(x.type.element_type, list(shape))  # type: ignore[attr-defined]
+    if len(shape) > len(shape_of(x.type)):
+        props = {"reassociation": reassociation,
+                 "static_output_shape": DenseArrayBase.from_list(i64, list(shape))}
+        return e.emit(tensor_ops.ExpandShapeOp.create(
+            operands=[x], result_types=[result], properties=props))
+    return e.emit(tensor_ops.CollapseShapeOp.create(
+        operands=[x], result_types=[result], properties={"reassociation": reassociation}))
+
+
+def merge_groups(e: Emitter, x: SSAValue, groups: list[list[int]]) -> SSAValue:
+    """Collapse ``x`` by ``groups`` (row-major: a view, no copy)."""
+    shape = shape_of(x.type)
+    merged = [math.prod(shape[i] for i in g) for g in groups]
+    return regroup(e, x, merged, groups)
+
+
+@dataclass(frozen=True)
+class GroupedOperands:
+    """The operands of an attention op as head-grouped views (``expand_shape``)."""
+
+    cfg: AttentionConfig
+    q: SSAValue  # [B, S, Hkv, G, D]
+    k: SSAValue  # [B, S_kv, Hkv, D]
+    v: SSAValue  # [B, S_kv, Hkv, D]
+    mask: SSAValue | None  # custom [B, S_kv]; bias [B, Hkv, G, S, S_kv]
+
+    @classmethod
+    def of(cls, e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue, v: SSAValue,
+           mask: SSAValue | None) -> GroupedOperands:
+        return cls(cfg, cls.queries(e, cfg, q), cls.keys(e, cfg, k), cls.keys(e, cfg, v),
+                   cls._mask(e, cfg, mask))
+
+    @staticmethod
+    def queries(e: Emitter, cfg: AttentionConfig, x: SSAValue) -> SSAValue:
+        """``[B, S, Hq*D] -> [B, S, Hkv, G, D]`` (q, dy)."""
+        b, s, _ = shape_of(x.type)
+        shape = (b, s, cfg.num_kv_heads, cfg.group, cfg.head_dim)
+        return regroup(e, x, shape, GROUPED_HEADS)
+
+    @staticmethod
+    def keys(e: Emitter, cfg: AttentionConfig, x: SSAValue) -> SSAValue:
+        b, skv, _ = shape_of(x.type)
+        return regroup(e, x, (b, skv, cfg.num_kv_heads, cfg.head_dim), KV_HEADS)
+
+    @staticmethod
+    def _mask(e: Emitter, cfg: AttentionConfig, mask: SSAValue | None) -> SSAValue | None:
+        if cfg.mask_kind != "bias":
+            return mask
+        b, _, s, skv = shape_of(mask.type)  # type: ignore[union-attr]
+        shape = (b, cfg.num_kv_heads, cfg.group, s, skv)
+        return regroup(e, mask, shape, GROUPED_SCORES)  # type: ignore[arg-type]
+
+
+def _position(s: Emitter, dim: int) -> SSAValue:
+    """``linalg.index dim`` as i64."""
+    return s.emit(arith.IndexCastOp(s.emit(IndexOp(dim)), i64))
+
+
+def _causal_bounds(s: Emitter, lengths: tuple[int, int]) -> tuple[SSAValue, SSAValue]:
+    """(key position, absolute query position ``S_kv - S + qi``)."""
+    q_len, kv_len = lengths
+    return _position(s, _KEY_DIM), s.add(_position(s, _QUERY_DIM), kv_len - q_len)
+
+
+def _keep_causal_lowered(s: Emitter, cfg: AttentionConfig, lengths: tuple[int, int],
+                         mask: SSAValue | None) -> SSAValue:
+    key, abs_q = _causal_bounds(s, lengths)
+    return s.cmp("le", key, abs_q)
+
+
+def _keep_window_lowered(s: Emitter, cfg: AttentionConfig, lengths: tuple[int, int],
+                         mask: SSAValue | None) -> SSAValue:
+    key, abs_q = _causal_bounds(s, lengths)
+    lower = s.cmp("ge", key, s.sub(abs_q, cfg.window))
+    return s.emit(arith.AndIOp(s.cmp("le", key, abs_q), lower))
+
+
+def _keep_custom_lowered(s: Emitter, cfg: AttentionConfig, lengths: tuple[int, int],
+                         mask: SSAValue | None) -> SSAValue:
+    if s.is_float(mask):  # type: ignore[arg-type]
+        return s.cmp("ge", mask, CUSTOM_KEEP_THRESHOLD)  # type: ignore[arg-type]
+    return mask  # type: ignore[return-value]
+
+
+KeepBody = Callable[["Emitter", AttentionConfig, tuple[int, int], SSAValue | None], SSAValue]
+KEEP_BODIES: dict[str, KeepBody | None] = {
+    "none": None,
+    "causal": _keep_causal_lowered,
+    "sliding_window": _keep_window_lowered,
+    "custom": _keep_custom_lowered,
+    "bias": None,
+}
+"""mask_kind -> the i1 keep predicate in a scores body (None: every key is kept)."""
+
+
+def scaled_scores(s: Emitter, cfg: AttentionConfig, qk: SSAValue) -> SSAValue:
+    """``score_scale * (Q K^T)`` for one element (the interpreter's order)."""
+    return s.mul(qk, cfg.scale)
+
+
+def masked_logits(e: Emitter, ops: GroupedOperands, qk: SSAValue,
+                  lengths: tuple[int, int]) -> SSAValue:
+    """Logits (scale, softcap, + bias) with every dropped key set to ``-inf``."""
+    cfg, keep_body = ops.cfg, KEEP_BODIES[ops.cfg.mask_kind]
+    inputs, maps = [qk], [_SCORES_MAP]
+    if ops.mask is not None:
+        inputs.append(ops.mask)
+        maps.append(_KEY_MASK_MAP if cfg.mask_kind == "custom" else _SCORES_MAP)
+    init = e.empty(shape_of(qk.type), qk.type.element_type)  # type: ignore[attr-defined]
+
+    def body(s: Emitter, x: SSAValue, *rest: SSAValue) -> SSAValue:
+        mask = rest[0] if ops.mask is not None else None
+        logit = scaled_scores(s, cfg, x)
+        if cfg.softcap is not None:
+            logit = s.mul(s.tanh(s.div(logit, cfg.softcap)), cfg.softcap)
+        if cfg.mask_kind == "bias":
+            logit = s.add(logit, mask)  # type: ignore[arg-type]
+        keep = s.cmp("ne", logit, -math.inf)
+        if keep_body is not None:
+            keep = s.emit(arith.AndIOp(keep_body(s, cfg, lengths, mask), keep))
+        return s.select(keep, logit, -math.inf)
+
+    return e.generic(inputs, [init], [*maps, _SCORES_MAP], (_P,) * 5, body)
+
+
+def row_reduce(e: Emitter, inputs: Sequence[SSAValue], init: float,
+                body: Callable[..., SSAValue]) -> SSAValue:
+    """Reduce [B, Hkv, G, S, S_kv] operands over S_kv into [B, Hkv, G, S]."""
+    first = inputs[0]
+    acc = e.fill(init, shape_of(first.type)[:4], first.type.element_type)  # type: ignore[attr-defined]
+    maps = [_SCORES_MAP] * len(inputs) + [_ROW_MAP]
+    return e.generic(inputs, [acc], maps, (_P,) * 4 + (_R,), body)
+
+
+def with_rows(e: Emitter, full: Sequence[SSAValue], rows: Sequence[SSAValue],
+               body: Callable[..., SSAValue]) -> SSAValue:
+    """Parallel generic over [B, Hkv, G, S, S_kv]; ``rows`` ([B, Hkv, G, S]) broadcast."""
+    init = e.empty(shape_of(full[0].type), full[0].type.element_type)  # type: ignore[attr-defined]
+    maps = [_SCORES_MAP] * len(full) + [_ROW_MAP] * len(rows) + [_SCORES_MAP]
+    return e.generic([*full, *rows], [init], maps, (_P,) * 5,
+                     lambda s, *args: body(s, *args[: len(full) + len(rows)]))
+
+
+def masked_softmax_lowered(e: Emitter, logits: SSAValue) -> SSAValue:
+    """Softmax over S_kv of logits where dropped keys are ``-inf``: they get exactly 0,
+    and a row with no kept key (or a non-finite max) is handled as the interpreter does."""
+    peak = row_reduce(e, [logits], -math.inf, lambda s, x, acc: s.max(x, acc))
+
+    def weight(s: Emitter, x: SSAValue, m: SSAValue) -> SSAValue:
+        finite_max = s.select(s.cmp("lt", s.abs(m), math.inf), m, 0.0)
+        return s.select(s.cmp("ne", x, -math.inf), s.exp(s.sub(x, finite_max)), 0.0)
+
+    weights = with_rows(e, [logits], [peak], weight)
+    total = row_reduce(e, [weights], 0.0, lambda s, w, acc: s.add(w, acc))
+    return with_rows(e, [weights], [total],
+                      lambda s, w, t: s.select(s.cmp("gt", t, 0.0), s.div(w, t), 0.0))
+
+
+def lowered_probs(e: Emitter, ops: GroupedOperands, qk: SSAValue) -> SSAValue:
+    """``P`` [B, Hkv, G, S, S_kv] from ``qk`` = the unscaled ``Q K^T`` contraction."""
+    lengths = (shape_of(ops.q.type)[1], shape_of(ops.k.type)[1])
+    return masked_softmax_lowered(e, masked_logits(e, ops, qk, lengths))
+
+
+@LOWER.register(AttentionOp)
+def _lower_attention(op: AttentionOp, e: Emitter, q: SSAValue, k: SSAValue, v: SSAValue,
+                     mask: SSAValue | None = None) -> SSAValue:
+    cfg = AttentionConfig.from_attrs(op.py_attrs())
+    ops = GroupedOperands.of(e, cfg, q, k, v, mask)
+    probs = lowered_probs(e, ops, SCORES_CONTRACTION.emit(e, ops.q, ops.k))
+    return merge_groups(e, KEYS_CONTRACTION.emit(e, probs, ops.v), GROUPED_HEADS)

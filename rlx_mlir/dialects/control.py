@@ -514,3 +514,137 @@ STAGE_HOOKS["autodiff-report"] = _autodiff_report_stage
 
 
 OPS = [YieldOp, ScanOp, IfOp, WhileOp, CustomFnOp]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# ``rule(op, e, *operands) -> value(s)`` (docs/lowering.md). Region bodies are cloned into
+# ``scf`` bodies (rlx_mlir/lowering/regions.py); the cloned rlx ops are lowered on the
+# pass's next sweep.
+
+from dataclasses import dataclass  # noqa: E402
+
+from xdsl.dialects import arith  # noqa: E402
+
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+
+class _LazyRegions:
+    """``rlx_mlir.lowering.regions``, imported on first use (it imports the dialects)."""
+
+    def __getattr__(self, name: str):
+        import rlx_mlir.lowering.regions as module
+
+        return getattr(module, name)
+
+
+rg = _LazyRegions()
+
+
+@dataclass(frozen=True)
+class RowSchedule:
+    """:func:`checkpoint_steps` as index arithmetic on a loop counter ``t``.
+
+    With ``R`` stored rows, ``floor((t + 1) R / L)`` steps ``<= t`` are stored, so step
+    ``t`` is stored iff that count exceeds ``floor(t R / L)``, in row ``floor(t R / L)``.
+    """
+
+    length: int
+    rows: int
+
+    @classmethod
+    def of(cls, length: int, k: int) -> RowSchedule:
+        schedule = cls(length, trajectory_rows(length, k))
+        if schedule.static_steps() != checkpoint_steps(length, k):
+            raise RlxError(f"internal error: no row arithmetic for checkpoint_steps({length}, {k})")
+        return schedule
+
+    @property
+    def every_step(self) -> bool:
+        return self.rows == self.length
+
+    def static_steps(self) -> list[int]:
+        return [t for t in range(self.length) if self._count(t + 1) != self._count(t)]
+
+    def _count(self, n: int) -> int:
+        return n * self.rows // self.length
+
+    def stored_before(self, e, t):
+        """How many stored steps precede step ``t``: its row, or its segment's index."""
+        if self.every_step:
+            return t
+        return rg.index_floordiv(e, rg.index_mul(e, t, self.rows), self.length)
+
+    def is_stored(self, e, t):
+        upto = rg.index_floordiv(e, rg.index_mul(e, rg.index_add(e, t, 1), self.rows), self.length)
+        return rg.index_cmp(e, "ne", upto, self.stored_before(e, t))
+
+    def segment_start(self, e, segment):
+        """The first step after stored row ``segment - 1``: ``ceil(segment L / R)``."""
+        scaled = rg.index_add(e, rg.index_mul(e, segment, self.length), self.rows - 1)
+        return rg.index_floordiv(e, scaled, self.rows)
+
+    def store(self, e, t, carry, trajectory):
+        """``trajectory`` with ``carry`` in the row of step ``t`` when ``t`` is stored."""
+        row = self.stored_before(e, t)
+        if self.every_step:
+            return rg.insert_row(e, carry, trajectory, row)
+        (out,) = rg.if_else(e, self.is_stored(e, t), [trajectory.type],
+                            lambda s: [rg.insert_row(s, carry, trajectory, row)],
+                            lambda s: [trajectory])
+        return out
+
+
+def scan_step(e, body: Block, carry, bcasts: Sequence, xs: Sequence, t):
+    """One step of a scan body at loop index ``t``: the next carry."""
+    steps = [rg.extract_row(e, x, t) for x in xs]
+    return rg.inline_block(e, body, [carry, *bcasts, *steps])[0]
+
+
+@LOWER.register(ScanOp)
+def _lower_scan(op: ScanOp, e, init, *inputs):
+    """``scf.for`` over the steps; the trajectory is an iter_arg filled row by row."""
+    length, num_bcast, _, save, k = scan_layout(op.in_types(), op.py_attrs())
+    bcasts, xs = inputs[:num_bcast], inputs[num_bcast:]
+    schedule = RowSchedule.of(length, k)
+
+    def step(s, t, carry, *trajectory):
+        nxt = scan_step(s, op.body.block, carry, bcasts, xs, t)
+        return [nxt, *(schedule.store(s, t, nxt, rows) for rows in trajectory)]
+
+    out_type = op.result.type
+    trajectory = [e.empty(shape_of(out_type), out_type.element_type)] if save else []
+    return rg.for_loop(e, 0, length, [init, *trajectory], step)[-1]
+
+
+@LOWER.register(IfOp)
+def _lower_if(op: IfOp, e, pred, *captured):
+    """``scf.if`` on the predicate's element, each branch inlined."""
+    then_block, else_block = (r.block for r in op.branches)
+    return rg.if_else(e, rg.first_element(e, pred), [r.type for r in op.results],
+                      lambda s: rg.inline_block(s, then_block, captured),
+                      lambda s: rg.inline_block(s, else_block, captured))
+
+
+@LOWER.register(WhileOp)
+def _lower_while(op: WhileOp, e, init):
+    """``scf.while``; with ``max_iterations`` a step counter joins the state."""
+    bound = op.attr("max_iterations")
+
+    def keep_going(s, state, *count):
+        flag = rg.first_element(s, rg.inline_block(s, op.cond.block, [state])[0])
+        if not count:
+            return flag
+        return s.emit(arith.AndIOp(flag, rg.index_cmp(s, "lt", count[0], bound)))
+
+    def step(s, state, *count):
+        nxt = rg.inline_block(s, op.body.block, [state])[0]
+        return [nxt, *(rg.index_add(s, c, 1) for c in count)]
+
+    counter = [] if bound is None else [rg.index(e, 0)]
+    return rg.while_loop(e, [init, *counter], keep_going, step)[0]
+
+
+@LOWER.register(CustomFnOp)
+def _lower_custom_fn(op: CustomFnOp, e, *primals):
+    """The ``fwd`` body inlined (vjp/jvp regions only matter to autodiff)."""
+    return rg.inline_block(e, op.region("fwd").block, primals)

@@ -369,3 +369,155 @@ def _vjp_avg_pool2d(ctx: VjpContext, op: Pool2dOp, g: Tensor) -> list[Tensor | N
 
 
 OPS = [Conv2dOp, *POOL_OPS]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# Each conv/pool is one linalg.generic reading a padded tensor (tensor.pad) at
+# ``out * stride + tap * dilation``; groups split the channel dims into [G, C/G] (free
+# expand/collapse_shape), so every indexing map is affine and the output map a projection.
+
+from xdsl.dialects import tensor as tensor_dialect  # noqa: E402
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IndexType, IntegerAttr, i64  # noqa: E402
+from xdsl.ir import SSAValue  # noqa: E402
+from xdsl.ir.affine import AffineExpr, AffineMap  # noqa: E402
+
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+PARALLEL, REDUCTION = "parallel", "reduction"
+
+
+def affine_dims(count: int) -> list[AffineExpr]:
+    """``[d0, ..., d{count-1}]``."""
+    return [AffineExpr.dimension(i) for i in range(count)]
+
+
+def affine_map(num_dims: int, exprs: Sequence[AffineExpr]) -> AffineMap:
+    return AffineMap(num_dims, 0, tuple(exprs))
+
+
+def window_read(out: AffineExpr, tap: AffineExpr, stride: int, dilation: int,
+                offset: int = 0) -> AffineExpr:
+    """The padded-input index ``out * stride + tap * dilation + offset``."""
+    return out * stride + tap * dilation + offset
+
+
+def pad_hw(e: Any, x: SSAValue, low: Pair, high: Pair, value: float) -> SSAValue:
+    """``x [..., H, W]`` padded on the last two dims with ``value`` (``tensor.pad``)."""
+    if low == high == (0, 0):
+        return x
+    shape, etype = shape_of(x.type), x.type.element_type  # type: ignore[attr-defined]
+    lead = [0] * (len(shape) - 2)
+    padded = [*shape[:-2], *(s + lo + hi for s, lo, hi in zip(shape[-2:], low, high, strict=True))]
+    pad_value = e.scalar(value, etype)
+    region = e.region([IndexType()] * len(shape), lambda s, *_: pad_value,
+                      yield_op=tensor_dialect.YieldOp)
+    return e.emit(tensor_dialect.PadOp(x, [], [], region, [*lead, *low], [*lead, *high],
+                                       TensorType(etype, padded)))
+
+
+def _reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+    return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+
+
+def _dim_groups(rank: int, axis: int) -> list[list[int]]:
+    """Reassociation merging dims ``axis`` and ``axis + 1`` of a rank ``rank + 1`` shape."""
+    return [[i] for i in range(axis)] + [[axis, axis + 1]] + [[i + 1] for i in range(axis + 1, rank)]
+
+
+def split_dim(e: Any, x: SSAValue, axis: int, parts: int) -> SSAValue:
+    """``[..., C, ...] -> [..., parts, C / parts, ...]`` (``tensor.expand_shape``)."""
+    shape, etype = list(shape_of(x.type)), x.type.element_type  # type: ignore[attr-defined]
+    out = [*shape[:axis], parts, shape[axis] // parts, *shape[axis + 1:]]
+    return e.emit(tensor_dialect.ExpandShapeOp.create(
+        operands=[x], result_types=[TensorType(etype, out)],
+        properties={"reassociation": _reassociation(_dim_groups(len(shape), axis)),
+                    "static_output_shape": DenseArrayBase.from_list(i64, out)}))
+
+
+def merge_dims(e: Any, x: SSAValue, axis: int) -> SSAValue:
+    """``[..., G, C, ...] -> [..., G * C, ...]`` (``tensor.collapse_shape``)."""
+    shape, etype = list(shape_of(x.type)), x.type.element_type  # type: ignore[attr-defined]
+    out = [*shape[:axis], shape[axis] * shape[axis + 1], *shape[axis + 2:]]
+    return e.emit(tensor_dialect.CollapseShapeOp.create(
+        operands=[x], result_types=[TensorType(etype, out)],
+        properties={"reassociation": _reassociation(_dim_groups(len(out), axis))}))
+
+
+def multiply_add(s: Any, a: Any, b: Any, acc: Any) -> Any:
+    return s.add(acc, s.mul(a, b))
+
+
+def grouped_correlation(e: Any, xp: SSAValue, w: SSAValue, init: SSAValue,
+                        stride: Pair, dilation: Pair, offset: Pair = (0, 0),
+                        weight_out_first: bool = True) -> SSAValue:
+    """``out[n,g,o,y,x] += sum_{c,i,j} xp[n,g,c, y*sh+i*dh+oh, x*sw+j*dw+ow] * w[g,o,c,i,j]``.
+
+    Loops ``(n, g, o, y, x | c, i, j)``; ``weight_out_first=False`` reads ``w[g,c,o,i,j]``
+    (the transposed-weight form of conv2d_backward_input).
+    """
+    n, g, o, y, x, c, i, j = affine_dims(8)
+    read = [window_read(y, i, stride[0], dilation[0], offset[0]),
+            window_read(x, j, stride[1], dilation[1], offset[1])]
+    w_map = [g, o, c, i, j] if weight_out_first else [g, c, o, i, j]
+    maps = [affine_map(8, [n, g, c, *read]), affine_map(8, w_map), affine_map(8, [n, g, o, y, x])]
+    return e.generic([xp, w], [init], maps, [PARALLEL] * 5 + [REDUCTION] * 3, multiply_add)
+
+
+def grouped_bias_init(e: Any, bias: SSAValue, out_shape: Sequence[int]) -> SSAValue:
+    """``bias [G * O]`` broadcast to ``[N, G, O, Ho, Wo]`` (the conv's accumulator)."""
+    grouped = split_dim(e, bias, 0, out_shape[1])
+    dims = affine_dims(5)
+    maps = [affine_map(5, dims[1:3]), affine_map(5, dims)]
+    init = e.empty(out_shape, bias.type.element_type)  # type: ignore[attr-defined]
+    return e.generic([grouped], [init], maps, [PARALLEL] * 5, lambda s, b, _: b)
+
+
+@LOWER.register(Conv2dOp)
+def _lower_conv2d(op: Conv2dOp, e: Any, x: SSAValue, w: SSAValue,
+                  bias: SSAValue | None = None) -> SSAValue:
+    cfg = conv2d_config(op.py_attrs())
+    n, c_out, ho, wo = shape_of(op.result.type)
+    g = cfg.groups
+    grouped_shape = (n, g, c_out // g, ho, wo)
+    dtype = x.type.element_type  # type: ignore[attr-defined]
+    init = (e.fill(0.0, grouped_shape, dtype) if bias is None
+            else grouped_bias_init(e, bias, grouped_shape))
+    xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
+    y = grouped_correlation(e, xp, split_dim(e, w, 0, g), init, cfg.stride, cfg.dilation)
+    return merge_dims(e, y, 1)
+
+
+def pool_window(e: Any, x: SSAValue, cfg: Pool2dConfig, out_shape: Sequence[int],
+                pad_value: float, init: float, body: Callable[..., Any]) -> SSAValue:
+    """``out[n,c,y,x] = fold(body, init, xp[n,c, y*sh+i, x*sw+j] for taps (i, j))``.
+
+    The unread ``tensor.empty`` window operand only gives the loops over (i, j) their bounds.
+    """
+    dtype = x.type.element_type  # type: ignore[attr-defined]
+    xp = pad_hw(e, x, cfg.padding, cfg.padding, pad_value)
+    n, c, y, xo, i, j = affine_dims(6)
+    maps = [affine_map(6, [n, c, window_read(y, i, cfg.stride[0], 1),
+                           window_read(xo, j, cfg.stride[1], 1)]),
+            affine_map(6, [i, j]), affine_map(6, [n, c, y, xo])]
+    window = e.empty(cfg.kernel, dtype)
+    acc = e.fill(init, out_shape, dtype)
+    return e.generic([xp, window], [acc], maps, [PARALLEL] * 4 + [REDUCTION] * 2,
+                     lambda s, v, _, a: body(s, v, a))
+
+
+@LOWER.register(MaxPool2dOp)
+def _lower_max_pool2d(op: Pool2dOp, e: Any, x: SSAValue) -> SSAValue:
+    """-inf padding never wins; ``maximumf`` propagates NaN like ``np.max``."""
+    cfg = pool2d_config(op.py_attrs())
+    return pool_window(e, x, cfg, shape_of(op.result.type), -np.inf, -np.inf,
+                       lambda s, v, acc: s.max(acc, v))
+
+
+@LOWER.register(AvgPool2dOp)
+def _lower_avg_pool2d(op: Pool2dOp, e: Any, x: SSAValue) -> SSAValue:
+    """Window sum over zero padding, then ``/ (kh * kw)`` (count_include_pad)."""
+    cfg = pool2d_config(op.py_attrs())
+    total = pool_window(e, x, cfg, shape_of(op.result.type), 0.0, 0.0,
+                        lambda s, v, acc: s.add(acc, v))
+    area = float(cfg.kernel[0] * cfg.kernel[1])
+    return e.elementwise([total], x.type.element_type, lambda s, v: s.div(v, area))  # type: ignore[attr-defined]

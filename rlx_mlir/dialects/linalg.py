@@ -309,15 +309,208 @@ def _vjp_reduce_prod(ctx: VjpContext, op: ReduceOp, g: Tensor) -> list[Tensor | 
 
 @VJP.register(CumsumOp)
 def _vjp_cumsum(ctx: VjpContext, op: CumsumOp, g: Tensor) -> list[Tensor | None]:
-    """Reverse running sum (SPEC 3.5): ``sum(g) - cumsum(g)`` with the other inclusivity.
+    """``rlx.cumsum_backward`` (SPEC 3.5): a reverse running sum of ``g``, O(n) and exact.
 
-    Inclusive: ``dx_i = sum_{j>=i} g_j = total - exclusive_cumsum(g)_i``;
-    exclusive: ``dx_i = sum_{j>i} g_j = total - inclusive_cumsum(g)_i``.
+    Inclusive: ``dx_i = sum_{j>=i} g_j``; exclusive: ``dx_i = sum_{j>i} g_j``.
     """
-    axis = op.attr("axis", -1) % g.ndim
-    exclusive = bool(op.attr("exclusive", False))
-    total = ctx.b.reduce_sum(g, axes=[axis], keep_dims=True)
-    return [total - ctx.b.cumsum(g, axis=axis, exclusive=not exclusive)]
+    (x,) = ctx.inputs(op)
+    return [ctx.b.emit("cumsum_backward", g, axis=op.attr("axis", -1) % g.ndim,
+                       exclusive=bool(op.attr("exclusive", False)) or None, out=[x.type])]
 
 
 OPS = [MatmulOp, *REDUCE_OPS.values(), CumsumOp]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# ``rule(op, e, *operands) -> value``: ``e`` is a rlx_mlir.lowering.Emitter inserting
+# before ``op`` (docs/lowering.md). Contractions stay linalg.matmul / batch_matmul or a
+# generic contraction; reductions are linalg.reduce; running sums are an scf.for over
+# the axis whose step adds one slice (O(n), vectorizable across the other dims).
+
+from typing import Any  # noqa: E402
+
+from xdsl.dialects import arith, scf  # noqa: E402
+from xdsl.dialects import tensor as tensor_dialect  # noqa: E402
+from xdsl.dialects.builtin import (  # noqa: E402
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    i64,
+)
+from xdsl.ir.affine import AffineExpr, AffineMap  # noqa: E402
+
+from rlx_mlir.dialects.base import numpy_dtype  # noqa: E402
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+
+def _numel(shape: Sequence[int]) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _contraction_maps(a: Sequence[int], b: Sequence[int], out: Sequence[int]) -> list[AffineMap]:
+    """Maps over ``(batch..., m, n, k)``; a size-1 (or missing) batch dim is not iterated."""
+    nb = len(out) - 2
+    m, n, k = (AffineExpr.dimension(nb + i) for i in range(3))
+
+    def batch(shape: Sequence[int]) -> list[AffineExpr]:
+        lead = nb - (len(shape) - 2)
+        return [AffineExpr.constant(0) if d == 1 and out[lead + i] != 1
+                else AffineExpr.dimension(lead + i) for i, d in enumerate(shape[:-2])]
+
+    dims = [AffineExpr.dimension(i) for i in range(nb)]
+    return [AffineMap(nb + 3, 0, (*batch(a), m, k)), AffineMap(nb + 3, 0, (*batch(b), k, n)),
+            AffineMap(nb + 3, 0, (*dims, m, n))]
+
+
+def _generic_contraction(e: Any, a: Any, b: Any, out: Sequence[int]) -> Any:
+    """``C[batch, m, n] += A[bcast(batch), m, k] * B[bcast(batch), k, n]``, no copies."""
+    acc = e.fill(0, out, a.type.element_type)
+    maps = _contraction_maps(shape_of(a.type), shape_of(b.type), out)
+    iterators = ["parallel"] * (len(out)) + ["reduction"]
+    return e.generic([a, b], [acc], maps, iterators,
+                     lambda s, x, y, c: s.add(s.mul(x, y), c))
+
+
+def _leading_groups(rank: int, n: int) -> ArrayAttr:
+    """Reassociation ``[[0 .. n-1], [n], [n+1], ...]``: the first ``n`` dims are one group."""
+    groups = [list(range(n))] + [[i] for i in range(n, rank)]
+    return ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+
+
+def fold_leading(e: Any, x: Any, n: int) -> Any:
+    """Collapse the first ``n`` dims of ``x`` into one (a ``tensor.collapse_shape`` view)."""
+    shape = shape_of(x.type)
+    if n == 1:
+        return x
+    folded = TensorType(x.type.element_type, [_numel(shape[:n]), *shape[n:]])
+    return e.emit(tensor_dialect.CollapseShapeOp.create(
+        operands=[x], result_types=[folded],
+        properties={"reassociation": _leading_groups(len(shape), n)}))
+
+
+def unfold_leading(e: Any, x: Any, shape: Sequence[int]) -> Any:
+    """Split the first dim of ``x`` back into the leading dims of ``shape`` (expand_shape)."""
+    n = len(shape) - len(shape_of(x.type)) + 1
+    if n == 1:
+        return x
+    return e.emit(tensor_dialect.ExpandShapeOp.create(
+        operands=[x], result_types=[TensorType(x.type.element_type, list(shape))],
+        properties={"reassociation": _leading_groups(len(shape), n),
+                    "static_output_shape": DenseArrayBase.from_list(i64, list(shape))}))
+
+
+@LOWER.register(MatmulOp)
+def _lower_matmul(op: MatmulOp, e: Any, a: Any, b: Any) -> Any:
+    """2-D: linalg.matmul. A shared rhs ([B, S, K] @ [K, N]): the lhs batch folds into rows
+    of one linalg.matmul. Equal batches: linalg.batch_matmul on the folded batch. Other
+    broadcasts: a linalg.generic contraction whose maps broadcast the batch (no copies).
+    Folding is ``collapse_shape`` / ``expand_shape`` only (views after bufferization)."""
+    sa, sb, out = shape_of(a.type), shape_of(b.type), shape_of(op.result.type)
+    if len(sa) == len(sb) == 2:
+        return e.matmul(a, b)
+    if _numel(sb[:-2]) == 1:
+        rows = e.matmul(fold_leading(e, a, len(sa) - 1), fold_leading(e, b, len(sb) - 1))
+        return unfold_leading(e, rows, out)
+    if _numel(sa[:-2]) == _numel(sb[:-2]) == _numel(out[:-2]):
+        y = e.batch_matmul(fold_leading(e, a, len(sa) - 2), fold_leading(e, b, len(sb) - 2))
+        return unfold_leading(e, y, out)
+    return _generic_contraction(e, a, b, out)
+
+
+def _extreme_init(sign: int) -> Callable[[Any], float | int]:
+    """The identity of max (sign -1) / min (sign +1): -inf / +inf or the int limits."""
+    return lambda etype: _float_or_int_limit(sign)(numpy_dtype(TensorType(etype, [])))
+
+
+_REDUCE_LOWERINGS: dict[str, tuple[Callable[[Any], float | int], Callable[..., Any]]] = {
+    "sum": (lambda t: 0, lambda s, v, acc: s.add(v, acc)),
+    "mean": (lambda t: 0, lambda s, v, acc: s.add(v, acc)),
+    "prod": (lambda t: 1, lambda s, v, acc: s.mul(v, acc)),
+    "max": (_extreme_init(-1), lambda s, v, acc: s.max(v, acc)),
+    "min": (_extreme_init(+1), lambda s, v, acc: s.min(v, acc)),
+}
+
+
+@LOWER.register(*REDUCE_OPS.values())
+def _lower_reduce(op: ReduceOp, e: Any, x: Any) -> Any:
+    """linalg.reduce from the identity (max/min: -inf/+inf or the int limits); mean
+    divides the sum by the reduced count, a constant of the op's dtype."""
+    kind = op.name.removeprefix("rlx.reduce_")
+    init, body = _REDUCE_LOWERINGS[kind]
+    axes, etype = op.reduced_axes(), x.type.element_type
+    keep = bool(op.attr("keep_dims", False))
+    y = e.reduce(x, axes, init(etype), body, keep_dims=keep)
+    if kind != "mean":
+        return y
+    count = float(_numel([shape_of(x.type)[a] for a in axes]))
+    return e.elementwise([y], etype, lambda s, v: s.div(v, count))
+
+
+# -- scf helpers shared with the indexing backward ops (backward/indexing.py)
+
+
+def index_constant(e: Any, value: int) -> Any:
+    """``arith.constant value : index``."""
+    return e.emit(arith.ConstantOp(IntegerAttr(value, IndexType())))
+
+
+def slice_at(e: Any, x: Any, axis: int, pos: Any) -> Any:
+    """``x[.., pos:pos+1, ..]`` (rank kept) at a dynamic ``index`` position along ``axis``."""
+    shape = list(shape_of(x.type))
+    offsets: list[Any] = [0] * len(shape)
+    offsets[axis], shape[axis] = pos, 1
+    result = TensorType(x.type.element_type, shape)
+    return e.emit(tensor_dialect.ExtractSliceOp(x, offsets, shape, [1] * len(shape), result))
+
+
+def insert_at(e: Any, part: Any, into: Any, axis: int, pos: Any) -> Any:
+    """``into`` with the one-thick slice ``part`` written at ``pos`` along ``axis``."""
+    sizes = list(shape_of(part.type))
+    offsets = [0] * len(sizes)
+    offsets[axis] = DYNAMIC_INDEX
+    return e.emit(tensor_dialect.InsertSliceOp.get(part, into, sizes, offsets, offsets=[pos]))
+
+
+def accumulate(e: Any, part: Any, acc: Any) -> Any:
+    """``acc + part`` elementwise, written into ``acc`` (in place after bufferization)."""
+    ident = AffineMap.identity(len(shape_of(acc.type)))
+    return e.generic([part], [acc], [ident, ident], ["parallel"] * len(shape_of(acc.type)),
+                     lambda s, v, a: s.add(a, v))
+
+
+def for_loop(e: Any, count: int, inits: Sequence[Any], body: Callable[..., list[Any]]) -> Any:
+    """``scf.for %i = 0 to count`` carrying ``inits``; ``body(s, i, *carried)`` -> next."""
+    lower, upper, step = (index_constant(e, v) for v in (0, count, 1))
+    region = e.region([IndexType(), *(v.type for v in inits)], body, yield_op=scf.YieldOp)
+    loop = scf.ForOp(lower, upper, step, list(inits), region)
+    e.emit(loop)
+    return loop.results
+
+
+def lower_running_sum(e: Any, x: Any, axis: int, exclusive: bool, reverse: bool) -> Any:
+    """Running sum of ``x`` along ``axis`` (from the end when ``reverse``), in order, one
+    add per element: the step at position p writes ``acc + x[p]`` (inclusive) or ``acc``
+    (exclusive, written before the add) into the result."""
+    shape, etype = shape_of(x.type), x.type.element_type
+    length = shape[axis]
+    step_shape = [1 if i == axis else d for i, d in enumerate(shape)]
+
+    def step(s: Any, i: Any, out: Any, acc: Any) -> list[Any]:
+        pos = s.emit(arith.SubiOp(index_constant(s, length - 1), i)) if reverse else i
+        if exclusive:
+            out = insert_at(s, acc, out, axis, pos)
+        total = accumulate(s, slice_at(s, x, axis, pos), acc)
+        if not exclusive:
+            out = insert_at(s, total, out, axis, pos)
+        return [out, total]
+
+    inits = [e.empty(shape, etype), e.fill(0, step_shape, etype)]
+    return for_loop(e, length, inits, step)[0]
+
+
+@LOWER.register(CumsumOp)
+def _lower_cumsum(op: CumsumOp, e: Any, x: Any) -> Any:
+    axis = op.attr("axis", -1) % len(shape_of(x.type))
+    return lower_running_sum(e, x, axis, bool(op.attr("exclusive", False)), reverse=False)

@@ -540,3 +540,304 @@ def _vjp_rope(ctx: VjpContext, op: RopeOp, g: Tensor) -> list[Tensor | None]:
     """Only x gets a gradient: rope of ``g`` with ``-sin``; the tables get none."""
     _, cos, sin = ctx.inputs(op)
     return [ctx.b.rope_backward(g, cos, sin, **op.py_attrs()), None, None]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# ``rule(op, e, *operands) -> value`` (docs/lowering.md). Each norm is a few reductions
+# into keep-dims row statistics (one linalg.generic with reduction iterators each, no
+# temporaries for the summands) and one parallel pass; the statistics are read back with
+# broadcast maps ``(d0, d1) -> (d0, 0)``. Formulas follow the interpreter rules above.
+
+from xdsl.dialects import arith  # noqa: E402
+from xdsl.dialects import tensor as tensor_dialect  # noqa: E402
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64  # noqa: E402
+from xdsl.dialects.linalg import ops as linalg_ops  # noqa: E402
+from xdsl.ir import SSAValue  # noqa: E402
+from xdsl.ir.affine import AffineExpr, AffineMap  # noqa: E402
+
+from rlx_mlir.dialects.base import broadcast_shapes  # noqa: E402
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+Init = float | SSAValue
+
+
+def element_of(value: SSAValue) -> Any:
+    return value.type.element_type  # type: ignore[attr-defined]
+
+
+def keep_dims_shape(shape: Sequence[int], axes: Sequence[int]) -> list[int]:
+    return [1 if i in axes else d for i, d in enumerate(shape)]
+
+
+def fold(e: Any, inputs: Sequence[SSAValue], axes: Sequence[int], inits: Sequence[Init],
+         body: Callable[..., Any], keep_dims: bool = True) -> list[SSAValue]:
+    """One ``linalg.generic`` reducing ``axes`` of the NumPy-broadcast space of ``inputs``.
+
+    ``inits`` are scalars (filled) or tensors of the reduced shape; ``body(s, *ins,
+    *accs)`` returns the new accumulators. Results keep the reduced dims as size 1
+    unless ``keep_dims`` is False.
+    """
+    shape: tuple[int, ...] = ()
+    for v in inputs:
+        shape = broadcast_shapes(shape, shape_of(v.type))
+    kept = [i for i in range(len(shape)) if i not in axes]
+    reduced = [shape[i] for i in kept]
+    accs = [v if isinstance(v, SSAValue) else e.fill(v, reduced, element_of(inputs[0]))
+            for v in inits]
+    from rlx_mlir.lowering.emitter import broadcast_map  # here: lowering imports the dialects
+
+    out_map = AffineMap(len(shape), 0, tuple(AffineExpr.dimension(i) for i in kept))
+    maps = [broadcast_map(shape_of(v.type), shape) for v in inputs] + [out_map] * len(accs)
+    iterators = ["reduction" if i in axes else "parallel" for i in range(len(shape))]
+    out = e.generic(inputs, accs, maps, iterators, body)
+    results = [out] if len(accs) == 1 else list(out.results)
+    if not keep_dims:
+        return results
+    return [e.reshape(r, keep_dims_shape(shape, axes)) for r in results]
+
+
+def fold_sum(e: Any, inputs: Sequence[SSAValue], axes: Sequence[int],
+             term: Callable[..., Any], keep_dims: bool = True) -> SSAValue:
+    """``sum over axes of term(s, *scalars)`` as one reducing generic."""
+    return fold(e, inputs, axes, [0.0],
+                lambda s, *a: s.add(a[-1], term(s, *a[:-1])), keep_dims)[0]
+
+
+def count_of(shape: Sequence[int], axes: Sequence[int]) -> float:
+    return float(np.prod([shape[a] for a in axes]))
+
+
+def norm_stats(e: Any, x: SSAValue, axes: Sequence[int], eps: float,
+               centered: bool) -> tuple[SSAValue | None, SSAValue]:
+    """``(mean or None, sqrt(mean(xc^2) + eps))`` over ``axes``, keep-dims.
+
+    ``xc = x - mean`` when ``centered`` (layer/group norm), else ``x`` (RMS norm).
+    """
+    count, dtype = count_of(shape_of(x.type), axes), element_of(x)
+    mean = None
+    if centered:
+        total = fold_sum(e, [x], axes, lambda s, v: v)
+        mean = e.elementwise([total], dtype, lambda s, t: s.div(t, count))
+    centred = [x, mean] if mean is not None else [x]
+    square_sum = fold_sum(e, centred, axes, square_of_centred)
+    denom = e.elementwise([square_sum], dtype,
+                          lambda s, t: s.sqrt(s.add(s.div(t, count), eps)))
+    return mean, denom
+
+
+def centre(s: Any, x: SSAValue, *mean: SSAValue) -> SSAValue:
+    """``x - mean`` in a body, or ``x`` when no mean is passed (RMS norm)."""
+    return s.sub(x, mean[0]) if mean else x
+
+
+def square_of_centred(s: Any, x: SSAValue, *mean: SSAValue) -> SSAValue:
+    c = centre(s, x, *mean)
+    return s.mul(c, c)
+
+
+def normalize(e: Any, x: SSAValue, axes: Sequence[int], eps: float, centered: bool,
+              params: Sequence[SSAValue]) -> SSAValue:
+    """``xc / sqrt(mean(xc^2) + eps) * gamma (+ beta)``; ``params`` broadcast against x."""
+    mean, denom = norm_stats(e, x, axes, eps, centered)
+    means = [] if mean is None else [mean]
+
+    def body(s: Any, v: Any, d: Any, *rest: Any) -> Any:
+        gamma, *beta = rest[len(means):]
+        y = s.mul(s.div(centre(s, v, *rest[: len(means)]), d), gamma)
+        return s.add(y, beta[0]) if beta else y
+
+    return e.elementwise([x, denom, *means, *params], element_of(x), body)
+
+
+def split_channels(e: Any, x: SSAValue, groups: int) -> SSAValue:
+    """``[N, C, ...]`` viewed as ``[N, G, C/G, ...]`` (``tensor.expand_shape`` of dim 1)."""
+    shape = shape_of(x.type)
+    out = [shape[0], groups, shape[1] // groups, *shape[2:]]
+    reassociation = [[0], [1, 2], *([i + 1] for i in range(2, len(shape)))]
+    attr = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in reassociation])
+    return e.emit(tensor_dialect.ExpandShapeOp(x, [], attr, out, tensor(out, dtype_of(x.type))))
+
+
+def per_channel(e: Any, vector: SSAValue, groups: int, spatial_rank: int) -> SSAValue:
+    """A ``[C]`` vector as ``[G, C/G, 1, ...]``: broadcasts against the grouped view."""
+    channels = shape_of(vector.type)[0]
+    return e.reshape(vector, [groups, channels // groups, *[1] * spatial_rank])
+
+
+@LOWER.register(SoftmaxOp)
+def _lower_softmax(op: SoftmaxLikeOp, e: Any, x: SSAValue) -> SSAValue:
+    """Row max, ``sum(exp(x - max))``, then ``exp(x - max) / sum`` (exp recomputed)."""
+    axes = _softmax_axis(op)
+    peak = e.reduce(x, axes, -np.inf, lambda s, v, acc: s.max(v, acc), keep_dims=True)
+    total = fold_sum(e, [x, peak], axes, lambda s, v, m: s.exp(s.sub(v, m)))
+    return e.elementwise([x, peak, total], element_of(x),
+                         lambda s, v, m, t: s.div(s.exp(s.sub(v, m)), t))
+
+
+@LOWER.register(LogSoftmaxOp)
+def _lower_log_softmax(op: SoftmaxLikeOp, e: Any, x: SSAValue) -> SSAValue:
+    """``(x - max) - log(sum(exp(x - max)))``."""
+    axes = _softmax_axis(op)
+    peak = e.reduce(x, axes, -np.inf, lambda s, v, acc: s.max(v, acc), keep_dims=True)
+    total = fold_sum(e, [x, peak], axes, lambda s, v, m: s.exp(s.sub(v, m)))
+    return e.elementwise([x, peak, total], element_of(x),
+                         lambda s, v, m, t: s.sub(s.sub(v, m), s.log(t)))
+
+
+@LOWER.register(LayerNormOp)
+def _lower_layer_norm(op: LayerNormOp, e: Any, x: SSAValue, gamma: SSAValue,
+                      beta: SSAValue) -> SSAValue:
+    last = [len(shape_of(x.type)) - 1]
+    return normalize(e, x, last, op.attr("eps", 1e-5), True, [gamma, beta])
+
+
+@LOWER.register(RmsNormOp)
+def _lower_rms_norm(op: RmsNormOp, e: Any, x: SSAValue, *params: SSAValue) -> SSAValue:
+    last = [len(shape_of(x.type)) - 1]
+    return normalize(e, x, last, op.attr("eps", 1e-6), False, params)
+
+
+@LOWER.register(GroupNormOp)
+def _lower_group_norm(op: GroupNormOp, e: Any, x: SSAValue, gamma: SSAValue,
+                      beta: SSAValue) -> SSAValue:
+    """On the view ``[N, G, C/G, ...]``, normalised over every axis from 2 on."""
+    groups, rank = op.attr("num_groups"), len(shape_of(x.type))
+    grouped = split_channels(e, x, groups)
+    params = [per_channel(e, p, groups, rank - 2) for p in (gamma, beta)]
+    y = normalize(e, grouped, list(range(2, rank + 1)), op.attr("eps", 1e-5), True, params)
+    return e.reshape(y, shape_of(x.type))
+
+
+@LOWER.register(BatchNormInferenceOp)
+def _lower_batch_norm(op: BatchNormInferenceOp, e: Any, x: SSAValue, *stats: SSAValue) -> SSAValue:
+    """``(x - mean) / sqrt(var + eps) * gamma + beta`` in one parallel pass."""
+    eps = op.attr("eps", 1e-5)
+
+    def body(s: Any, v: Any, gamma: Any, beta: Any, mean: Any, var: Any) -> Any:
+        return s.add(s.mul(s.div(s.sub(v, mean), s.sqrt(s.add(var, eps))), gamma), beta)
+
+    return e.elementwise([x, *stats], element_of(x), body)
+
+
+# -- softmax_cross_entropy
+
+
+def label_hit(s: Any, label: SSAValue, classes: int, class_dim: int) -> tuple[Any, Any]:
+    """``(valid, label == class index)`` as i1 in a body (float labels truncate to 0).
+
+    ``valid`` is ``0 <= trunc(label) < classes`` (false for NaN); an invalid label hits
+    no class.
+    """
+    if s.is_float(label):
+        valid = s.emit(arith.AndIOp(s.cmp("gt", label, -1.0), s.cmp("lt", label, classes)))
+        index = s.emit(arith.FPToSIOp(s.select(valid, label, 0.0), i64))
+    else:
+        valid = s.emit(arith.AndIOp(s.cmp("ge", label, 0), s.cmp("lt", label, classes)))
+        index = s.cast(label, i64)
+    position = s.emit(arith.IndexCastOp(s.emit(linalg_ops.IndexOp(class_dim)), i64))
+    return valid, s.emit(arith.AndIOp(valid, s.cmp("eq", position, index)))
+
+
+def row_softmax_stats(e: Any, logits: SSAValue, keep_dims: bool) -> tuple[SSAValue, SSAValue]:
+    """``(row max, sum(exp(z - max)))`` of ``[N, C]`` logits."""
+    peak = e.reduce(logits, [1], -np.inf, lambda s, v, acc: s.max(v, acc), keep_dims=True)
+    total = fold_sum(e, [logits, peak], [1], lambda s, v, m: s.exp(s.sub(v, m)), keep_dims)
+    rows = shape_of(logits.type)[:1]
+    return (peak if keep_dims else e.reshape(peak, rows)), total
+
+
+@LOWER.register(SoftmaxCrossEntropyOp)
+def _lower_softmax_cross_entropy(op: SoftmaxCrossEntropyOp, e: Any, logits: SSAValue,
+                                 labels: SSAValue) -> SSAValue:
+    """``log(sum(exp(z - max))) - picked``; ``picked`` is ``z[label] - max`` found by one
+    reducing generic comparing ``linalg.index`` of the class dim with the label, from an
+    initial ``-max`` (what an out-of-range label keeps)."""
+    rows, classes = shape_of(logits.type)
+    dtype = element_of(logits)
+    peak = e.reduce(logits, [1], -np.inf, lambda s, v, acc: s.max(v, acc), keep_dims=False)
+    peak_col = e.reshape(peak, [rows, 1])
+    neg_peak = e.elementwise([peak], dtype, lambda s, m: s.neg(m))
+
+    def body(s: Any, z: Any, label: Any, m: Any, total: Any, picked: Any) -> list[Any]:
+        shifted = s.sub(z, m)
+        _, hit = label_hit(s, label, classes, 1)
+        return [s.add(total, s.exp(shifted)), s.select(hit, shifted, picked)]
+
+    inputs = [logits, e.reshape(labels, [rows, 1]), peak_col]
+    total, picked = fold(e, inputs, [1], [0.0, neg_peak], body, keep_dims=False)
+    return e.elementwise([total, picked], dtype, lambda s, t, p: s.sub(s.log(t), p))
+
+
+# -- rope
+
+
+def rope_lowering(e: Any, x: SSAValue, cos: SSAValue, sin: SSAValue, head_dim: int,
+                  n_rot: int, signs: tuple[float, float]) -> SSAValue:
+    """Rotate-half rope on the view ``[..., S, H, 2, half]`` of the rotated dims.
+
+    ``y[.., p, i] = x[.., p, i] c_i + signs[p] * x[.., 1 - p, i] s_i``: the partner is
+    read with the affine map ``p -> 1 - p``. Dims ``n_rot ..`` of each head pass through
+    (the rotated slice is inserted into x).
+    """
+    shape, half = shape_of(x.type), n_rot // 2
+    heads = [*shape[:-1], shape[-1] // head_dim]
+    x4 = e.reshape(x, [*heads, head_dim])
+    rotated = x4 if n_rot == head_dim else e.extract_slice(
+        x4, [0] * len(shape) + [0], [*heads, n_rot])
+    view = split_last(e, rotated, [2, half])
+    tables = [t if half == head_dim // 2 else e.extract_slice(t, [0, 0], [shape[-2], half])
+              for t in (cos, sin)]
+    y = e.generic([view, view, *tables, e.constant(np.array(signs, dtype=numpy_of(x)))],
+                  [e.empty(shape_of(view.type), element_of(x))],
+                  rope_maps(len(shape) + 2), ["parallel"] * (len(shape) + 2), _rope_body)
+    y = merge_last(e, y, 2)
+    if n_rot != head_dim:
+        y = e.insert_slice(y, x4, [0] * (len(shape) + 1))
+    return e.reshape(y, shape)
+
+
+def _rope_body(s: Any, v: Any, partner: Any, c: Any, sn: Any, sign: Any, _out: Any) -> Any:
+    return s.add(s.mul(v, c), s.mul(sign, s.mul(partner, sn)))
+
+
+def rope_maps(rank: int) -> list[AffineMap]:
+    """Maps of (x, partner, cos, sin, signs, y) over ``[..., S, H, 2, half]``."""
+    d = [AffineExpr.dimension(i) for i in range(rank)]
+    pair, seq = rank - 2, rank - 4
+    partner = (*d[:pair], AffineExpr.constant(1) - d[pair], d[-1])
+    table = AffineMap(rank, 0, (d[seq], d[-1]))
+    identity = AffineMap.identity(rank)
+    return [identity, AffineMap(rank, 0, partner), table, table,
+            AffineMap(rank, 0, (d[pair],)), identity]
+
+
+def numpy_of(x: SSAValue) -> Any:
+    return np.float32 if dtype_of(x.type) == "f32" else np.float64
+
+
+def split_last(e: Any, x: SSAValue, sizes: Sequence[int]) -> SSAValue:
+    """The last dim of ``x`` split into ``sizes`` (``tensor.expand_shape``; any layout)."""
+    shape = shape_of(x.type)
+    out = [*shape[:-1], *sizes]
+    groups = [[i] for i in range(len(shape) - 1)] + [list(range(len(shape) - 1, len(out)))]
+    attr = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+    return e.emit(tensor_dialect.ExpandShapeOp(x, [], attr, out, tensor(out, dtype_of(x.type))))
+
+
+def merge_last(e: Any, x: SSAValue, count: int) -> SSAValue:
+    """The last ``count`` dims of ``x`` merged (``tensor.collapse_shape``)."""
+    shape = shape_of(x.type)
+    lead = len(shape) - count
+    out = [*shape[:lead], int(np.prod(shape[lead:]))]
+    groups = [[i] for i in range(lead)] + [list(range(lead, len(shape)))]
+    attr = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+    op = tensor_dialect.CollapseShapeOp.create(
+        operands=[x], result_types=[tensor(out, dtype_of(x.type))],
+        properties={"reassociation": attr})
+    return e.emit(op)
+
+
+@LOWER.register(RopeOp)
+def _lower_rope(op: RopeOp, e: Any, x: SSAValue, cos: SSAValue, sin: SSAValue) -> SSAValue:
+    head_dim = op.attr("head_dim")
+    return rope_lowering(e, x, cos, sin, head_dim, op.attr("n_rot", head_dim), (-1.0, 1.0))

@@ -450,22 +450,13 @@ def _vjp_narrow(ctx: VjpContext, op: NarrowOp, g: Tensor) -> list[Tensor | None]
     return [ctx.b.concat(*parts, axis=axis) if len(parts) > 1 else g]
 
 
-def _clamped(ctx: VjpContext, indices: Tensor, extent: int) -> Tensor:
-    """Indices clamped to [0, extent-1] exactly as gather reads them."""
-    low = ctx.b.full((), 0, indices.dtype)
-    high = ctx.b.full((), extent - 1, indices.dtype)
-    return ctx.b.max(ctx.b.min(indices, high), low)
-
-
 @VJP.register(GatherOp)
 def _vjp_gather(ctx: VjpContext, op: GatherOp, g: Tensor) -> list[Tensor | None]:
-    """Scatter-add ``g`` back into the table at the (clamped) indices; indices get none."""
+    """``rlx.gather_backward``: ``g`` scatter-added into a zero table at the indices,
+    clamped as gather clamps them (SPEC 3 row 16, 9.29); indices get none."""
     table, indices = ctx.inputs(op)
     axis = op.attr("axis", 0) % table.ndim
-    count = int(np.prod(indices.shape))
-    flat_g = ctx.b.reshape(g, (*table.shape[:axis], count, *table.shape[axis + 1:]))
-    flat_idx = ctx.b.reshape(_clamped(ctx, indices, table.shape[axis]), (count,))
-    return [ctx.b.scatter_add(flat_g, flat_idx, table.shape[axis], axis=axis), None]
+    return [ctx.b.emit("gather_backward", g, indices, axis=axis, out=[table.type]), None]
 
 
 @VJP.register(ScatterAddOp)
@@ -486,3 +477,249 @@ def _vjp_scatter_add(ctx: VjpContext, op: ScatterAddOp, g: Tensor) -> list[Tenso
 
 
 OPS = [ReshapeOp, TransposeOp, ExpandOp, ConcatOp, NarrowOp, GatherOp, ScatterAddOp]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# ``rule(op, e, *operands) -> value`` (docs/lowering.md). Everything stays structured:
+# reshape is tensor.collapse_shape / expand_shape (no copy), transpose linalg.transpose,
+# expand a broadcasting linalg.generic, concat tensor.concat (bufferizes in MLIR 22 to
+# copies into subviews of one buffer), narrow tensor.extract_slice, gather a parallel
+# generic over the output reading the table with tensor.extract at the clamped index,
+# scatter_add an scf.for over the index positions updating one slice per index
+# (O(updates) work, duplicates accumulate in index order like np.add.at).
+
+from typing import Any  # noqa: E402
+
+from xdsl.dialects import arith, scf  # noqa: E402
+from xdsl.dialects import tensor as tensor_ops  # noqa: E402
+from xdsl.dialects.builtin import (  # noqa: E402
+    ArrayAttr,
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    i64,
+)
+from xdsl.dialects.linalg.ops import IndexOp  # noqa: E402
+from xdsl.dialects.utils.dynamic_index_list import split_dynamic_index_list  # noqa: E402
+from xdsl.ir import SSAValue  # noqa: E402
+from xdsl.ir.affine import AffineExpr, AffineMap  # noqa: E402
+
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+_INDEX_BOUND = float(2**62)
+"""|f32 index| clip of ``index_positions`` (exact in f32 and f64)."""
+
+
+def reshape_segments(src: Sequence[int], dst: Sequence[int]
+                     ) -> tuple[list[list[int]], list[list[int]]] | None:
+    """The finest split of ``src`` and ``dst`` dims into consecutive groups of equal products.
+
+    Collapsing ``src`` by the first grouping and expanding by the second is the
+    row-major reshape. None for rank 0 or empty tensors.
+
+    >>> reshape_segments((2, 3, 4), (6, 2, 2))
+    ([[0, 1], [2]], [[0], [1, 2]])
+    """
+    if not src or not dst or 0 in src:
+        return None
+    src_groups: list[list[int]] = []
+    dst_groups: list[list[int]] = []
+    i = j = 0
+    while i < len(src) and j < len(dst):
+        cs, cd, ps, pd = [i], [j], src[i], dst[j]
+        i, j = i + 1, j + 1
+        while ps != pd:
+            if ps < pd:
+                cs.append(i)
+                ps, i = ps * src[i], i + 1
+            else:
+                cd.append(j)
+                pd, j = pd * dst[j], j + 1
+        src_groups.append(cs)
+        dst_groups.append(cd)
+    src_groups[-1].extend(range(i, len(src)))  # trailing size-1 dims
+    dst_groups[-1].extend(range(j, len(dst)))
+    return src_groups, dst_groups
+
+
+def _groups_attr(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+    return ArrayAttr([ArrayAttr([IntegerAttr(d, i64) for d in g]) for g in groups])
+
+
+def _etype(value: SSAValue) -> Any:
+    return value.type.element_type  # type: ignore[attr-defined]
+
+
+def _collapse(e: Any, x: SSAValue, groups: list[list[int]], shape: Sequence[int]) -> SSAValue:
+    op = tensor_ops.CollapseShapeOp.create(
+        operands=[x], result_types=[TensorType(_etype(x), list(shape))],
+        properties={"reassociation": _groups_attr(groups)})
+    return e.emit(op)
+
+
+def _expand(e: Any, x: SSAValue, groups: list[list[int]], shape: Sequence[int]) -> SSAValue:
+    op = tensor_ops.ExpandShapeOp.create(
+        operands=[x], result_types=[TensorType(_etype(x), list(shape))],
+        properties={"reassociation": _groups_attr(groups),
+                    "static_output_shape": DenseArrayBase.from_list(i64, list(shape))})
+    return e.emit(op)
+
+
+def _single_element(e: Any, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+    """A one-element tensor re-shaped (to or from rank 0) by extract + from_elements.
+
+    xDSL 0.74's verifier rejects the empty reassociation that upstream MLIR uses for
+    rank-0 collapse/expand_shape.
+    """
+    zero = _index_constant(e, 0)
+    value = e.emit(tensor_ops.ExtractOp(x, [zero] * len(shape_of(x.type)), _etype(x)))
+    return e.emit(tensor_ops.FromElementsOp(value, result_type=TensorType(_etype(x), list(shape))))
+
+
+@LOWER.register(ReshapeOp)
+def _lower_reshape(op: ReshapeOp, e: Any, x: SSAValue) -> SSAValue:
+    """A pure collapse or expand when possible, else collapse to common groups then expand."""
+    src, dst = shape_of(x.type), shape_of(op.result.type)
+    if src == dst:
+        return x
+    segments = reshape_segments(src, dst)
+    if segments is None and math.prod(src) == 1:
+        return _single_element(e, x, dst)
+    if segments is None:
+        return e.reshape(x, dst)
+    src_groups, dst_groups = segments
+    middle = [math.prod(src[d] for d in g) for g in src_groups]
+    if len(middle) < len(src):
+        x = _collapse(e, x, src_groups, middle)
+    if len(middle) < len(dst):
+        x = _expand(e, x, dst_groups, dst)
+    return x
+
+
+@LOWER.register(TransposeOp)
+def _lower_transpose(op: TransposeOp, e: Any, x: SSAValue) -> SSAValue:
+    perm = norm_perm(op.attr("perm"), len(shape_of(x.type)))
+    return x if perm == tuple(range(len(perm))) else e.transpose(x, perm)
+
+
+@LOWER.register(ExpandOp)
+def _lower_expand(op: ExpandOp, e: Any, x: SSAValue) -> SSAValue:
+    """A generic reading ``x`` through a broadcasting map (size-1 dims read index 0)."""
+    dst = shape_of(op.result.type)
+    return x if shape_of(x.type) == dst else e.broadcast_to(x, dst)
+
+
+@LOWER.register(ConcatOp)
+def _lower_concat(op: ConcatOp, e: Any, *xs: SSAValue) -> SSAValue:
+    if len(xs) == 1:
+        return xs[0]
+    axis = norm_axis(op.attr("axis"), len(shape_of(xs[0].type)))
+    return e.emit(tensor_ops.ConcatOp(list(xs), axis, op.result.type))
+
+
+@LOWER.register(NarrowOp)
+def _lower_narrow(op: NarrowOp, e: Any, x: SSAValue) -> SSAValue:
+    shape = list(shape_of(x.type))
+    axis = norm_axis(op.attr("axis"), len(shape))
+    offsets = [0] * len(shape)
+    offsets[axis], shape[axis] = op.attr("start"), op.attr("length")
+    return e.extract_slice(x, offsets, shape)
+
+
+def index_position(s: Any, raw: SSAValue) -> SSAValue:
+    """``index_positions`` of one index scalar, as i64.
+
+    Integers sign-extend; floats truncate toward zero with NaN -> -1, clipped to
+    +-2**62 first so the conversion is always defined.
+    """
+    if not s.is_float(raw):
+        return s.cast(raw, "i64")
+    finite = s.select(s.cmp("ne", raw, raw), -1.0, raw)
+    clipped = s.min(s.max(finite, -_INDEX_BOUND), _INDEX_BOUND)
+    return s.emit(arith.FPToSIOp(clipped, i64))
+
+
+def _as_index(s: Any, value: SSAValue) -> SSAValue:
+    return s.emit(arith.IndexCastOp(value, IndexType()))
+
+
+def _index_constant(e: Any, value: int) -> SSAValue:
+    return e.emit(arith.ConstantOp(IntegerAttr(value, IndexType())))
+
+
+@LOWER.register(GatherOp)
+def _lower_gather(op: GatherOp, e: Any, table: SSAValue, indices: SSAValue) -> SSAValue:
+    """``out[a, i, b] = table[a, clamp(idx[i]), b]``: a parallel generic over the output."""
+    table_shape = shape_of(table.type)
+    axis = norm_axis(op.attr("axis", 0), len(table_shape))
+    count, out_type = len(shape_of(indices.type)), op.result.type
+    rank, etype = len(shape_of(out_type)), out_type.element_type
+    index_map = AffineMap(rank, 0, tuple(AffineExpr.dimension(axis + k) for k in range(count)))
+
+    def body(s: Any, raw: SSAValue, _out: SSAValue) -> SSAValue:
+        position = index_position(s, raw)
+        row = _as_index(s, s.min(s.max(position, 0), table_shape[axis] - 1))
+        lead = [s.emit(IndexOp(d)) for d in range(axis)]
+        trail = [s.emit(IndexOp(d)) for d in range(axis + count, rank)]
+        return s.emit(tensor_ops.ExtractOp(table, [*lead, row, *trail], etype))
+
+    init = e.empty(shape_of(out_type), etype)
+    return e.generic([indices], [init], [index_map, AffineMap.identity(rank)],
+                     ["parallel"] * rank, body)
+
+
+def _slice_at(shape: Sequence[int], axis: int, position: SSAValue
+              ) -> tuple[list[SSAValue | int], list[int]]:
+    """Offsets and sizes of the size-1 slice at ``position`` along ``axis``."""
+    offsets: list[SSAValue | int] = [0] * len(shape)
+    sizes = list(shape)
+    offsets[axis], sizes[axis] = position, 1
+    return offsets, sizes
+
+
+def _extract_at(s: Any, x: SSAValue, axis: int, position: SSAValue) -> SSAValue:
+    offsets, sizes = _slice_at(shape_of(x.type), axis, position)
+    result = TensorType(_etype(x), sizes)
+    return s.emit(tensor_ops.ExtractSliceOp(x, offsets, sizes, [1] * len(sizes), result))
+
+
+def _insert_at(s: Any, part: SSAValue, into: SSAValue, axis: int, position: SSAValue) -> SSAValue:
+    offsets, sizes = _slice_at(shape_of(into.type), axis, position)
+    static_offsets, dynamic_offsets = split_dynamic_index_list(offsets, tensor_ops.DYNAMIC_INDEX)
+    op = tensor_ops.InsertSliceOp.build(
+        operands=[part, into, dynamic_offsets, [], []], result_types=[into.type],
+        properties={"static_offsets": DenseArrayBase.from_list(i64, static_offsets),
+                    "static_sizes": DenseArrayBase.from_list(i64, sizes),
+                    "static_strides": DenseArrayBase.from_list(i64, [1] * len(sizes))})
+    return s.emit(op)
+
+
+@LOWER.register(ScatterAddOp)
+def _lower_scatter_add(op: ScatterAddOp, e: Any, updates: SSAValue,
+                       indices: SSAValue) -> SSAValue:
+    """Zero-init, then for each index position ``i``: ``out[idx[i]] += updates[i]``.
+
+    An out-of-range position (negative, ``>= extent``, NaN) leaves the accumulator as
+    it is: the update of row 0 is computed but not selected, so no branch is needed.
+    """
+    out_type = op.result.type
+    axis = norm_axis(op.attr("axis", 0), len(shape_of(out_type)))
+    extent = shape_of(out_type)[axis]
+
+    def step(s: Any, i: SSAValue, acc: SSAValue) -> SSAValue:
+        position = index_position(s, s.emit(tensor_ops.ExtractOp(indices, [i], _etype(indices))))
+        valid = s.emit(arith.AndIOp(s.cmp("ge", position, 0), s.cmp("lt", position, extent)))
+        row = _as_index(s, s.select(valid, position, 0))
+        update, target = _extract_at(s, updates, axis, i), _extract_at(s, acc, axis, row)
+        identity = AffineMap.identity(len(shape_of(target.type)))
+        added = s.generic([update], [target], [identity, identity], ["parallel"] * identity.num_dims,
+                          lambda t, u, old: t.select(valid, t.add(old, u), old))
+        return _insert_at(s, added, acc, axis, row)
+
+    zeros = e.fill(0, shape_of(out_type), out_type.element_type)
+    if extent == 0:  # every index is out of range; a row slice would be out of bounds
+        return zeros
+    body = e.region([IndexType(), out_type], step, yield_op=scf.YieldOp)
+    bounds = [_index_constant(e, v) for v in (0, shape_of(updates.type)[axis], 1)]
+    return e.emit(scf.ForOp(*bounds, [zeros], body))
+

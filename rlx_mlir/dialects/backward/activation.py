@@ -200,7 +200,7 @@ def _tan_prime(s: Any, x: Any) -> Any:
 
 
 _DERIVATIVE_BODIES: dict[str, Any] = {
-    "relu": lambda s, x: s.select(s.cmp("gt", x, 0.0), 1.0, 0.0),
+    "relu": lambda s, x: s.select(s.cmp("gt", x, 0.0), s.scalar(1.0, x.type), 0.0),
     "sigmoid": _sigmoid_prime,
     "tanh": _tanh_prime,
     "silu": _silu_prime,

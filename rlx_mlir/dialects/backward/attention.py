@@ -201,3 +201,109 @@ def _interpret_attention_backward(op: AttentionBackwardOp, q: np.ndarray, k: np.
 
 
 OPS = [AttentionBackwardOp]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# The forward's head-grouped views and contractions (see the LOWER section of
+# dialects/attention.py); each ``wrt`` emits only what its gradient needs.
+
+from functools import cached_property  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+from xdsl.ir import SSAValue  # noqa: E402
+
+from rlx_mlir.dialects.attention import (  # noqa: E402
+    GROUPED_HEADS,
+    GROUPED_SCORES,
+    KEYS_CONTRACTION,
+    KV_HEADS,
+    QUERIES_CONTRACTION,
+    SCORES_CONTRACTION,
+    GroupedOperands,
+    lowered_probs,
+    merge_groups,
+    row_reduce,
+    scaled_scores,
+    with_rows,
+)
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.lowering.emitter import Emitter
+
+
+@dataclass
+class LoweredRecompute:
+    """The forward replayed in the lowered module; each quantity emitted on first use."""
+
+    e: Emitter
+    ops: GroupedOperands
+    dy: SSAValue  # [B, S, Hkv, G, D]
+
+    @cached_property
+    def qk(self) -> SSAValue:
+        """Unscaled ``Q K^T`` [B, Hkv, G, S, S_kv]."""
+        return SCORES_CONTRACTION.emit(self.e, self.ops.q, self.ops.k)
+
+    @cached_property
+    def probs(self) -> SSAValue:
+        return lowered_probs(self.e, self.ops, self.qk)
+
+    @cached_property
+    def d_logits(self) -> SSAValue:
+        """``dS = P * (dP - rowsum(dP * P))`` with ``dP = dO V^T``."""
+        d_probs = SCORES_CONTRACTION.emit(self.e, self.dy, self.ops.v)
+        row = row_reduce(self.e, [d_probs, self.probs], 0.0,
+                         lambda s, dp, p, acc: s.add(acc, s.mul(dp, p)))
+        return with_rows(self.e, [self.probs, d_probs], [row],
+                         lambda s, p, dp, r: s.mul(p, s.sub(dp, r)))
+
+    @cached_property
+    def scaled_d_scores(self) -> SSAValue:
+        """``score_scale * dS'``: dS through the softcap, ready for both contractions."""
+        cfg = self.ops.cfg
+
+        def body(s: Emitter, ds: SSAValue, qk: SSAValue) -> SSAValue:
+            if cfg.softcap is not None:
+                t = s.tanh(s.div(scaled_scores(s, cfg, qk), cfg.softcap))
+                ds = s.mul(ds, s.sub(1.0, s.mul(t, t)))
+            return s.mul(ds, cfg.scale)
+
+        return with_rows(self.e, [self.d_logits, self.qk], [], body)
+
+
+def _lower_grad_q(r: LoweredRecompute) -> SSAValue:
+    dq = KEYS_CONTRACTION.emit(r.e, r.scaled_d_scores, r.ops.k)
+    return merge_groups(r.e, dq, GROUPED_HEADS)
+
+
+def _lower_grad_k(r: LoweredRecompute) -> SSAValue:
+    dk = QUERIES_CONTRACTION.emit(r.e, r.scaled_d_scores, r.ops.q)
+    return merge_groups(r.e, dk, KV_HEADS)
+
+
+def _lower_grad_v(r: LoweredRecompute) -> SSAValue:
+    return merge_groups(r.e, QUERIES_CONTRACTION.emit(r.e, r.probs, r.dy), KV_HEADS)
+
+
+def _lower_grad_bias(r: LoweredRecompute) -> SSAValue:
+    return merge_groups(r.e, r.d_logits, GROUPED_SCORES)
+
+
+LOWERED_GRADIENTS: dict[str, Callable[[LoweredRecompute], SSAValue]] = {
+    "q": _lower_grad_q,
+    "k": _lower_grad_k,
+    "v": _lower_grad_v,
+    "bias": _lower_grad_bias,
+}
+"""``wrt`` -> the lowering of the gradient it selects."""
+
+
+@LOWER.register(AttentionBackwardOp)
+def _lower_attention_backward(op: AttentionBackwardOp, e: Emitter, q: SSAValue, k: SSAValue,
+                              v: SSAValue, dy: SSAValue,
+                              mask: SSAValue | None = None) -> SSAValue:
+    cfg = AttentionConfig.from_attrs(op.py_attrs())
+    ops = GroupedOperands.of(e, cfg, q, k, v, mask)
+    recompute = LoweredRecompute(e, ops, GroupedOperands.queries(e, cfg, dy))
+    return LOWERED_GRADIENTS[op.attr("wrt")](recompute)

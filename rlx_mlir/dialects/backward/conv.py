@@ -300,3 +300,163 @@ def _vjp_max_pool2d_backward(ctx: VjpContext, op: MaxPool2dBackwardOp,
 
 
 OPS = [Conv2dBackwardInputOp, Conv2dBackwardWeightOp, MaxPool2dBackwardOp]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# The scattering gradients (conv2d dx, max_pool2d_backward) are written as gathers: dy is
+# spread onto a filled grid at its stride positions (transposed-conv zero insertion: a
+# strided tensor.insert_slice), then each dx element is one linalg.generic reduction over
+# the kernel taps reading ``h + (k - 1 - i) * d``. Every big op stays one linalg.generic.
+
+from typing import Any  # noqa: E402
+
+from xdsl.dialects import arith  # noqa: E402
+from xdsl.ir import SSAValue  # noqa: E402
+
+from rlx_mlir.dialects.conv import (  # noqa: E402
+    PARALLEL,
+    REDUCTION,
+    affine_dims,
+    affine_map,
+    grouped_correlation,
+    merge_dims,
+    multiply_add,
+    pad_hw,
+    split_dim,
+    window_read,
+)
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+
+def kept_range(count: int, stride: int, offset: int, size: int) -> tuple[int, int]:
+    """``[lo, hi)`` of the ``k < count`` with ``0 <= k * stride + offset < size``.
+
+    ``kept_range(4, 2, -1, 6) == (1, 3)``
+    """
+    lo = max(0, -(offset // stride))
+    hi = min(count, (size - 1 - offset) // stride + 1)
+    return lo, max(lo, hi)
+
+
+def spread_hw(e: Any, y: SSAValue, size: tuple[int, int], stride: tuple[int, int],
+              offset: tuple[int, int], fill: float) -> SSAValue:
+    """``y [..., Ho, Wo] -> [..., *size]`` with ``y[.., a, b]`` at ``(a sh + oh, b sw + ow)``
+    and ``fill`` elsewhere; entries that land outside are dropped."""
+    shape, etype = shape_of(y.type), y.type.element_type  # type: ignore[attr-defined]
+    lead = [0] * (len(shape) - 2)
+    ranges = [kept_range(*args) for args in zip(shape[-2:], stride, offset, size, strict=True)]
+    grid = e.fill(fill, [*shape[:-2], *size], etype)
+    if any(lo == hi for lo, hi in ranges):
+        return grid
+    part = y
+    if any((lo, hi) != (0, count) for (lo, hi), count in zip(ranges, shape[-2:], strict=True)):
+        part = e.extract_slice(y, [*lead, *(lo for lo, _ in ranges)],
+                               [*shape[:-2], *(hi - lo for lo, hi in ranges)])
+    at = [lo * s + o for (lo, _), s, o in zip(ranges, stride, offset, strict=True)]
+    return e.insert_slice(part, grid, [*lead, *at], [1] * len(lead) + list(stride))
+
+
+@LOWER.register(Conv2dBackwardInputOp)
+def _lower_conv2d_backward_input(op: Conv2dBackwardInputOp, e: Any, dy: SSAValue,
+                                 w: SSAValue) -> SSAValue:
+    """``dx[n,g,c,h,x] = sum_{o,i,j} zdy[n,g,o, h + (kh-1-i) dh, ..] * w[g,o,c,i,j]``
+    where ``zdy`` is dy spread at stride positions, offset by ``(kh-1) dh - ph``."""
+    cfg = conv2d_config(op.py_attrs())
+    n, c_in, h, wd = shape_of(op.result.type)
+    kernel = shape_of(w.type)[2:]
+    reach = tuple((k - 1) * d for k, d in zip(kernel, cfg.dilation, strict=True))
+    size = (h + reach[0], wd + reach[1])
+    offset = (reach[0] - cfg.padding[0], reach[1] - cfg.padding[1])
+    zdy = spread_hw(e, dy, size, cfg.stride, offset, 0.0)
+    g = cfg.groups
+    init = e.fill(0.0, (n, g, c_in // g, h, wd), dy.type.element_type)  # type: ignore[attr-defined]
+    flipped = (-cfg.dilation[0], -cfg.dilation[1])
+    dx = grouped_correlation(e, split_dim(e, zdy, 1, g), split_dim(e, w, 0, g), init,
+                             (1, 1), flipped, reach, weight_out_first=False)
+    return merge_dims(e, dx, 1)
+
+
+@LOWER.register(Conv2dBackwardWeightOp)
+def _lower_conv2d_backward_weight(op: Conv2dBackwardWeightOp, e: Any, x: SSAValue,
+                                  dy: SSAValue) -> SSAValue:
+    """``dw[g,o,c,i,j] = sum_{n,y,x} xp[n,g,c, y sh + i dh, x sw + j dw] * dy[n,g,o,y,x]``."""
+    cfg = conv2d_config(op.py_attrs())
+    c_out, c_per_group, kh, kw = shape_of(op.result.type)
+    g = cfg.groups
+    xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
+    gg, o, c, i, j, n, y, xo = affine_dims(8)
+    read = [window_read(y, i, cfg.stride[0], cfg.dilation[0]),
+            window_read(xo, j, cfg.stride[1], cfg.dilation[1])]
+    maps = [affine_map(8, [n, gg, c, *read]), affine_map(8, [n, gg, o, y, xo]),
+            affine_map(8, [gg, o, c, i, j])]
+    init = e.fill(0.0, (g, c_out // g, c_per_group, kh, kw), x.type.element_type)  # type: ignore[attr-defined]
+    dw = e.generic([xp, split_dim(e, dy, 1, g)], [init], maps,
+                   [PARALLEL] * 5 + [REDUCTION] * 3, multiply_add)
+    return merge_dims(e, dw, 0)
+
+
+def in_bounds_mask(size: int, pad: int) -> np.ndarray:
+    """``[size + 2 pad]`` bools: True on the unpadded positions."""
+    mask = np.zeros(size + 2 * pad, bool)
+    mask[pad:pad + size] = True
+    return mask
+
+
+def tap_numbers(kernel: tuple[int, int]) -> np.ndarray:
+    """``[kh, kw]`` int32: the row-major tap index ``i * kw + j``."""
+    return np.arange(kernel[0] * kernel[1], dtype=np.int32).reshape(kernel)
+
+
+def _first_argmax_body(s: Any, v: Any, in_h: Any, in_w: Any, tap: Any, peak: Any,
+                       best: Any) -> list[Any]:
+    """Fold ``(peak, best)`` with an in-bounds tap: a larger value (NaN counts as largest)
+    wins, an equal one (NaN equals NaN) wins when its tap is earlier. Order-independent."""
+    v_nan, peak_nan = s.cmp("ne", v, v), s.cmp("ne", peak, peak)
+    new_nan = s.emit(arith.AndIOp(v_nan, s.cmp("eq", peak_nan, False)))
+    greater = s.emit(arith.OrIOp(s.cmp("gt", v, peak), new_nan))
+    same = s.emit(arith.OrIOp(s.cmp("eq", v, peak), s.emit(arith.AndIOp(v_nan, peak_nan))))
+    tie_won = s.emit(arith.AndIOp(same, s.cmp("lt", tap, best)))
+    valid = s.emit(arith.AndIOp(in_h, in_w))
+    take = s.emit(arith.AndIOp(valid, s.emit(arith.OrIOp(greater, tie_won))))
+    return [s.select(take, v, peak), s.select(take, tap, best)]
+
+
+def first_argmax_taps(e: Any, x: SSAValue, cfg: Pool2dConfig,
+                      out_shape: tuple[int, ...]) -> SSAValue:
+    """i32 ``[N, C, Ho, Wo]``: the tap ``i * kw + j`` of each window's first in-bounds max
+    (one generic with two outputs, the window max and its tap)."""
+    h, wd = shape_of(x.type)[2:]
+    dtype = x.type.element_type  # type: ignore[attr-defined]
+    xp = pad_hw(e, x, cfg.padding, cfg.padding, -np.inf)
+    masks = [e.constant(in_bounds_mask(size, pad)) for size, pad in zip((h, wd), cfg.padding, strict=True)]
+    taps = e.constant(tap_numbers(cfg.kernel))
+    n, c, y, xo, i, j = affine_dims(6)
+    rows, cols = window_read(y, i, cfg.stride[0], 1), window_read(xo, j, cfg.stride[1], 1)
+    out_map = affine_map(6, [n, c, y, xo])
+    maps = [affine_map(6, [n, c, rows, cols]), affine_map(6, [rows]), affine_map(6, [cols]),
+            affine_map(6, [i, j]), out_map, out_map]
+    inits = [e.fill(-np.inf, out_shape, dtype), e.fill(cfg.kernel[0] * cfg.kernel[1], out_shape, "i32")]
+    fold = e.generic([xp, *masks, taps], inits, maps, [PARALLEL] * 4 + [REDUCTION] * 2,
+                     _first_argmax_body)
+    return fold.results[1]
+
+
+@LOWER.register(MaxPool2dBackwardOp)
+def _lower_max_pool2d_backward(op: MaxPool2dBackwardOp, e: Any, x: SSAValue,
+                               dy: SSAValue) -> SSAValue:
+    """``dx[n,c,h,x] = sum_{i,j} (zbest[..] == i kw + j ? zdy[..] : 0)`` reading the spread
+    ``dy`` and argmax taps at ``(h + kh-1-i, x + kw-1-j)`` (gather form of the scatter-add)."""
+    cfg = pool2d_config(op.py_attrs())
+    (kh, kw), (ph, pw) = cfg.kernel, cfg.padding
+    h, wd = shape_of(x.type)[2:]
+    size, offset = (h + kh - 1, wd + kw - 1), (kh - 1 - ph, kw - 1 - pw)
+    best = first_argmax_taps(e, x, cfg, shape_of(dy.type))
+    zdy = spread_hw(e, dy, size, cfg.stride, offset, 0.0)
+    zbest = spread_hw(e, best, size, cfg.stride, offset, -1)
+    n, c, y, xo, i, j = affine_dims(6)
+    read = affine_map(6, [n, c, window_read(y, i, 1, -1, kh - 1), window_read(xo, j, 1, -1, kw - 1)])
+    maps = [read, read, affine_map(6, [i, j]), affine_map(6, [n, c, y, xo])]
+    init = e.fill(0.0, shape_of(x.type), x.type.element_type)  # type: ignore[attr-defined]
+    return e.generic([zdy, zbest, e.constant(tap_numbers(cfg.kernel))], [init], maps,
+                     [PARALLEL] * 4 + [REDUCTION] * 2,
+                     lambda s, g, b, t, acc: s.add(acc, s.select(s.cmp("eq", b, t), g, 0.0)))

@@ -78,3 +78,31 @@ def _interpret_softmax_cross_entropy_backward(
 
 
 OPS = [SoftmaxCrossEntropyBackwardOp]
+
+
+# ---------------------------------------------------------------- LOWER rules
+
+from typing import Any  # noqa: E402
+
+from xdsl.ir import SSAValue  # noqa: E402
+
+from rlx_mlir.dialects.nn import element_of, label_hit, row_softmax_stats  # noqa: E402
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+
+@LOWER.register(SoftmaxCrossEntropyBackwardOp)
+def _lower_softmax_cross_entropy_backward(op: SoftmaxCrossEntropyBackwardOp, e: Any,
+                                          logits: SSAValue, labels: SSAValue,
+                                          d_loss: SSAValue) -> SSAValue:
+    """Row max and ``sum(exp(z - max))``, then one parallel pass over ``[N, C]``:
+    ``(exp(z - max) / sum - [class == label]) * d_loss`` (``linalg.index`` of the class)."""
+    rows, classes = shape_of(logits.type)
+    peak, total = row_softmax_stats(e, logits, keep_dims=True)
+
+    def body(s: Any, z: Any, label: Any, m: Any, t: Any, dl: Any) -> Any:
+        _, hit = label_hit(s, label, classes, 1)
+        one_hot = s.select(hit, s.scalar(1.0, z.type), 0.0)
+        return s.mul(s.sub(s.div(s.exp(s.sub(z, m)), t), one_hot), dl)
+
+    column = [e.reshape(v, [rows, 1]) for v in (labels, d_loss)]
+    return e.elementwise([logits, column[0], peak, total, column[1]], element_of(logits), body)

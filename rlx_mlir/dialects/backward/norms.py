@@ -517,3 +517,158 @@ OPS = [
     GroupNormBackwardBetaOp, BatchNormInferenceBackwardInputOp,
     BatchNormInferenceBackwardGammaOp, BatchNormInferenceBackwardBetaOp, RopeBackwardOp,
 ]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# Statistics as reducing generics (rlx_mlir.dialects.nn.fold), then one parallel pass;
+# ``x_hat = xc * inv`` and ``g = dy * gamma`` are recomputed where they are consumed.
+
+from xdsl.ir import SSAValue  # noqa: E402
+
+from rlx_mlir.dialects.nn import (  # noqa: E402
+    centre,
+    count_of,
+    element_of,
+    fold,
+    fold_sum,
+    norm_stats,
+    per_channel,
+    rope_lowering,
+    split_channels,
+)
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+
+def inverse_stats(e: Any, x: SSAValue, axes: list[int], eps: float,
+                  centered: bool) -> list[SSAValue]:
+    """``[inv, *mean]`` keep-dims: ``inv = 1 / sqrt(mean(xc^2) + eps)`` (normalize_rows)."""
+    mean, denom = norm_stats(e, x, axes, eps, centered)
+    inv = e.elementwise([denom], element_of(x), lambda s, d: s.div(1.0, d))
+    return [inv] if mean is None else [inv, mean]
+
+
+def x_hat(s: Any, x: Any, inv: Any, *mean: Any) -> Any:
+    return s.mul(centre(s, x, *mean), inv)
+
+
+def norm_input_grad(e: Any, x: SSAValue, gamma: SSAValue, dy: SSAValue, axes: list[int],
+                    eps: float, centered: bool) -> SSAValue:
+    """``inv * (g - mean(g) - x_hat * mean(g * x_hat))``, ``g = dy * gamma``; the
+    ``mean(g)`` term only when ``centered`` (normalized_input_grad)."""
+    stats = inverse_stats(e, x, axes, eps, centered)
+    count, dtype = count_of(shape_of(x.type), axes), element_of(x)
+
+    def sums(s: Any, xv: Any, dyv: Any, g: Any, *rest: Any) -> list[Any]:
+        stat, accs = rest[: len(stats)], rest[len(stats):]
+        gg = s.mul(dyv, g)
+        new = [s.add(accs[-1], s.mul(gg, x_hat(s, xv, *stat)))]
+        return [s.add(accs[0], gg), *new] if centered else new
+
+    totals = fold(e, [x, dy, gamma, *stats], axes, [0.0] * (1 + centered), sums)
+    means = [e.elementwise([t], dtype, lambda s, t: s.div(t, count)) for t in totals]
+
+    def grad(s: Any, xv: Any, dyv: Any, g: Any, *rest: Any) -> Any:
+        stat, mean_terms = rest[: len(stats)], rest[len(stats):]
+        gg = s.mul(dyv, g)
+        shifted = s.sub(gg, mean_terms[0]) if centered else gg
+        return s.mul(stat[0], s.sub(shifted, s.mul(x_hat(s, xv, *stat), mean_terms[-1])))
+
+    return e.elementwise([x, dy, gamma, *stats, *means], dtype, grad)
+
+
+def norm_gamma_grad(e: Any, x: SSAValue, dy: SSAValue, axes: list[int], eps: float,
+                    centered: bool, summed: list[int]) -> SSAValue:
+    """``sum over summed axes of dy * x_hat`` (statistics over ``axes``)."""
+    stats = inverse_stats(e, x, axes, eps, centered)
+    return fold_sum(e, [x, dy, *stats], summed,
+                    lambda s, xv, dyv, *stat: s.mul(dyv, x_hat(s, xv, *stat)), keep_dims=False)
+
+
+def last_axis(x: SSAValue) -> list[int]:
+    return [len(shape_of(x.type)) - 1]
+
+
+def all_but_last(x: SSAValue) -> list[int]:
+    return list(range(len(shape_of(x.type)) - 1))
+
+
+@LOWER.register(LayerNormBackwardInputOp, RmsNormBackwardInputOp)
+def _lower_row_norm_input(op: RowNormBackwardInput, e: Any, x: SSAValue, gamma: SSAValue,
+                          dy: SSAValue) -> SSAValue:
+    kind = type(op)
+    return norm_input_grad(e, x, gamma, dy, last_axis(x), op.attr("eps", kind.EPS),
+                           kind.CENTERED)
+
+
+@LOWER.register(LayerNormBackwardGammaOp, RmsNormBackwardGammaOp)
+def _lower_row_norm_gamma(op: RowNormBackwardGamma, e: Any, x: SSAValue,
+                          dy: SSAValue) -> SSAValue:
+    kind = type(op)
+    return norm_gamma_grad(e, x, dy, last_axis(x), op.attr("eps", kind.EPS), kind.CENTERED,
+                           all_but_last(x))
+
+
+def group_axes(x: SSAValue) -> list[int]:
+    """Normalised axes of the grouped view ``[N, G, C/G, ...]`` of ``x [N, C, ...]``."""
+    return list(range(2, len(shape_of(x.type)) + 1))
+
+
+@LOWER.register(GroupNormBackwardInputOp)
+def _lower_group_norm_input(op: GroupNormBackwardInputOp, e: Any, x: SSAValue,
+                            gamma: SSAValue, dy: SSAValue) -> SSAValue:
+    groups = op.attr("num_groups")
+    rank = len(shape_of(x.type))
+    grad = norm_input_grad(e, split_channels(e, x, groups), per_channel(e, gamma, groups, rank - 2),
+                           split_channels(e, dy, groups), group_axes(x), op.attr("eps", 1e-5),
+                           True)
+    return e.reshape(grad, shape_of(x.type))
+
+
+@LOWER.register(GroupNormBackwardGammaOp)
+def _lower_group_norm_gamma(op: GroupNormBackwardGammaOp, e: Any, x: SSAValue,
+                            dy: SSAValue) -> SSAValue:
+    """Per channel: the view's axes 1, 2 stay; N and the spatial axes are summed."""
+    groups = op.attr("num_groups")
+    axes = group_axes(x)
+    grad = norm_gamma_grad(e, split_channels(e, x, groups), split_channels(e, dy, groups), axes,
+                           op.attr("eps", 1e-5), True, [0, *axes[1:]])
+    return e.reshape(grad, shape_of(x.type)[1:2])
+
+
+@LOWER.register(GroupNormBackwardBetaOp)
+def _lower_group_norm_beta(op: GroupNormBackwardBetaOp, e: Any, dy: SSAValue) -> SSAValue:
+    channel_free = [a for a in range(len(shape_of(dy.type))) if a != 1]
+    return e.reduce(dy, channel_free, 0.0, lambda s, v, acc: s.add(acc, v))
+
+
+@LOWER.register(BatchNormInferenceBackwardInputOp)
+def _lower_batch_norm_input(op: BatchNormInferenceBackwardInputOp, e: Any, gamma: SSAValue,
+                            var: SSAValue, dy: SSAValue) -> SSAValue:
+    eps = op.attr("eps", 1e-5)
+    return e.elementwise([dy, gamma, var], element_of(dy),
+                         lambda s, d, g, v: s.div(s.mul(d, g), s.sqrt(s.add(v, eps))))
+
+
+@LOWER.register(BatchNormInferenceBackwardGammaOp)
+def _lower_batch_norm_gamma(op: BatchNormInferenceBackwardGammaOp, e: Any, x: SSAValue,
+                            mean: SSAValue, var: SSAValue, dy: SSAValue) -> SSAValue:
+    eps = op.attr("eps", 1e-5)
+
+    def term(s: Any, xv: Any, m: Any, v: Any, d: Any) -> Any:
+        return s.div(s.mul(d, s.sub(xv, m)), s.sqrt(s.add(v, eps)))
+
+    return fold_sum(e, [x, mean, var, dy], all_but_last(x), term, keep_dims=False)
+
+
+@LOWER.register(BatchNormInferenceBackwardBetaOp)
+def _lower_batch_norm_beta(op: BatchNormInferenceBackwardBetaOp, e: Any,
+                           dy: SSAValue) -> SSAValue:
+    return e.reduce(dy, all_but_last(dy), 0.0, lambda s, v, acc: s.add(acc, v))
+
+
+@LOWER.register(RopeBackwardOp)
+def _lower_rope_backward(op: RopeBackwardOp, e: Any, dy: SSAValue, cos: SSAValue,
+                         sin: SSAValue) -> SSAValue:
+    """Rope with ``sin`` negated: the partner term's signs flip to ``(+1, -1)``."""
+    head_dim = op.attr("head_dim")
+    return rope_lowering(e, dy, cos, sin, head_dim, op.attr("n_rot", head_dim), (1.0, -1.0))

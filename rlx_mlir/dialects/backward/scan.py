@@ -159,3 +159,66 @@ def _interpret_scan_backward_xs(op, init, traj, upstream, *xs):
 
 
 OPS = [ScanBackwardOp, ScanBackwardXsOp]
+
+
+# ---------------------------------------------------------------- LOWER rules
+# A reverse ``scf.for`` (t = length-1 ... 0) carrying dcarry (and d xs_i); the carry
+# entering step t is read from the trajectory, or recomputed from its segment's anchor
+# with ``forward_body`` when checkpointed: O(K + 1) carries in memory, O(L^2 / K) steps.
+
+from rlx_mlir.dialects.control import RowSchedule, rg, scan_step  # noqa: E402
+from rlx_mlir.rules import LOWER  # noqa: E402
+
+
+def _carry_entering(op: ScanBackwardBase, e, schedule: RowSchedule, t, init, traj, xs):
+    """The carry entering step ``t``: init or ``traj[t-1]``, else recomputed."""
+    if schedule.every_step:
+        return rg.if_else(e, rg.index_cmp(e, "eq", t, 0), [init.type], lambda s: [init],
+                          lambda s: [rg.extract_row(s, traj, rg.index_sub(s, t, 1))])[0]
+    segment = schedule.stored_before(e, t)
+    anchor = rg.if_else(e, rg.index_cmp(e, "eq", segment, 0), [init.type], lambda s: [init],
+                        lambda s: [rg.extract_row(s, traj, rg.index_sub(s, segment, 1))])[0]
+    forward = op.bodies[1].block
+    return rg.for_loop(e, schedule.segment_start(e, segment), t, [anchor],
+                       lambda s, step, c: [scan_step(s, forward, c, [], xs, step)])[0]
+
+
+def _add_upstream(e, schedule: RowSchedule, t, dcarry, upstream):
+    """``dcarry + upstream[row of t]`` when step ``t`` is stored."""
+    def add(s):
+        row = rg.extract_row(s, upstream, schedule.stored_before(s, t))
+        return [s.elementwise([dcarry, row], dcarry.type.element_type,
+                              lambda b, a, c: b.add(a, c))]
+    if schedule.every_step:
+        return add(e)[0]
+    return rg.if_else(e, schedule.is_stored(e, t), [dcarry.type], add, lambda s: [dcarry])[0]
+
+
+def backward_loop(op: ScanBackwardBase, e, init, traj, upstream, xs, xs_idx=None):
+    """``(d init, d xs_{xs_idx})`` of the reverse sweep (d xs only with ``xs_idx``)."""
+    length = op.attr("length")
+    schedule = RowSchedule.of(length, op.attr("num_checkpoints", 0))
+    body_vjp = op.bodies[0].block
+
+    def step(s, i, dcarry, *dxs):
+        t = rg.index_sub(s, length - 1, i)
+        dcarry = _add_upstream(s, schedule, t, dcarry, upstream)
+        carry = _carry_entering(op, s, schedule, t, init, traj, xs)
+        outs = rg.inline_block(s, body_vjp, [carry, *(rg.extract_row(s, x, t) for x in xs),
+                                             dcarry])
+        return [outs[0], *(rg.insert_row(s, outs[1 + xs_idx], d, t) for d in dxs)]
+
+    zeros = e.fill(0, shape_of(init.type), init.type.element_type)
+    dxs = [] if xs_idx is None else [e.empty(shape_of(xs[xs_idx].type),
+                                             xs[xs_idx].type.element_type)]
+    return rg.for_loop(e, 0, length, [zeros, *dxs], step)
+
+
+@LOWER.register(ScanBackwardOp)
+def _lower_scan_backward(op: ScanBackwardOp, e, init, traj, upstream, *xs):
+    return backward_loop(op, e, init, traj, upstream, xs)[0]
+
+
+@LOWER.register(ScanBackwardXsOp)
+def _lower_scan_backward_xs(op: ScanBackwardXsOp, e, init, traj, upstream, *xs):
+    return backward_loop(op, e, init, traj, upstream, xs, op.attr("xs_idx"))[1]

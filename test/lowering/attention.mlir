@@ -1,0 +1,149 @@
+// Lowering of rlx.attention and rlx.attention_backward: rlx -> linalg on tensors, and on
+// to LLVM. Heads are viewed grouped (expand_shape, no copy): q [B, S, Hkv, G, D], k and v
+// [B, S_kv, Hkv, D]; scores and probabilities [B, Hkv, G, S, S_kv]. The contractions are
+// linalg.generics that read q, k, v in place (no transpose, no repeated kv heads).
+// RUN: rlx-opt %s --lower-to-linalg | FileCheck %s
+// RUN: rlx-opt %s --lower-to-linalg | FileCheck %s --check-prefix=NORLX
+// RUN: rlx-opt %s --lower-to-llvm | mlir-opt | FileCheck %s --check-prefix=LLVM
+
+// NORLX-NOT: {{= rlx\.}}
+// NORLX-NOT: linalg.transpose
+// LLVM-NOT: linalg.
+// LLVM-NOT: memref.
+
+// GQA (4 query heads on 2 kv heads), causal with S = 3 < S_kv = 5: key t is kept iff
+// t <= s + 2 (linalg.index 3 is the query, 4 the key); masked softmax over d4; O = P V.
+// CHECK-LABEL: func.func @gqa_causal
+// CHECK: %[[Q:.*]] = tensor.expand_shape %q {{\[\[}}0 : i64], [1 : i64], [2 : i64, 3 : i64, 4 : i64]] output_shape [2, 3, 2, 2, 8] : tensor<2x3x32xf32> into tensor<2x3x2x2x8xf32>
+// CHECK: %[[K:.*]] = tensor.expand_shape %k {{\[\[}}0 : i64], [1 : i64], [2 : i64, 3 : i64]] output_shape [2, 5, 2, 8] : tensor<2x5x16xf32> into tensor<2x5x2x8xf32>
+// CHECK: %[[V:.*]] = tensor.expand_shape %v
+// CHECK: %[[QK:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d4, d1, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[Q]], %[[K]] : tensor<2x3x2x2x8xf32>, tensor<2x5x2x8xf32>) outs(%{{.*}} : tensor<2x2x2x3x5xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: %[[LOGITS:.*]] = linalg.generic {{.*}} ins(%[[QK]] : tensor<2x2x2x3x5xf32>)
+// CHECK: arith.constant 0.353553385 : f32
+// CHECK: arith.mulf
+// CHECK: %[[KEY:.*]] = linalg.index 4 : index
+// CHECK: %[[QUERY:.*]] = linalg.index 3 : index
+// CHECK: %[[QI:.*]] = arith.index_cast %[[QUERY]] : index to i64
+// CHECK: %[[OFF:.*]] = arith.constant 2 : i64
+// CHECK: %[[ABSQ:.*]] = arith.addi %[[QI]], %[[OFF]] : i64
+// CHECK: arith.cmpi sle, %{{.*}}, %[[ABSQ]] : i64
+// CHECK: arith.andi
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK: %[[MAX:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[LOGITS]] : tensor<2x2x2x3x5xf32>) outs(%{{.*}} : tensor<2x2x2x3xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[W:.*]] = linalg.generic {{.*}} ins(%[[LOGITS]], %[[MAX]] : tensor<2x2x2x3x5xf32>, tensor<2x2x2x3xf32>)
+// CHECK: math.exp
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[W]] : tensor<2x2x2x3x5xf32>)
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%[[W]], %[[SUM]] : tensor<2x2x2x3x5xf32>, tensor<2x2x2x3xf32>)
+// CHECK: arith.cmpf ogt
+// CHECK: arith.divf
+// CHECK: %[[O:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d2, d3, d1, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d5, d2, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]], %[[V]] : tensor<2x2x2x3x5xf32>, tensor<2x5x2x8xf32>) outs(%{{.*}} : tensor<2x3x2x2x8xf32>)
+// CHECK: tensor.collapse_shape %[[O]] {{\[\[}}0 : i64], [1 : i64], [2 : i64, 3 : i64, 4 : i64]] : tensor<2x3x2x2x8xf32> into tensor<2x3x32xf32>
+// LLVM-LABEL: llvm.func @gqa_causal
+// LLVM: llvm.intr.exp
+func.func @gqa_causal(%q: tensor<2x3x32xf32>, %k: tensor<2x5x16xf32>, %v: tensor<2x5x16xf32>) -> tensor<2x3x32xf32> {
+  %o = rlx.attention %q, %k, %v {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, mask_kind = "causal"} : (tensor<2x3x32xf32>, tensor<2x5x16xf32>, tensor<2x5x16xf32>) -> tensor<2x3x32xf32>
+  func.return %o : tensor<2x3x32xf32>
+}
+
+// Sliding window 2 with S = 4 > S_kv = 3 (q_off = -1): abs_q - 2 <= t <= abs_q.
+// CHECK-LABEL: func.func @sliding_window
+// CHECK: linalg.index 4
+// CHECK: linalg.index 3
+// CHECK: %[[ABSQ:.*]] = arith.addi %{{.*}}, %{{.*}} : i64
+// CHECK: arith.constant 2 : i64
+// CHECK: %[[LOW:.*]] = arith.subi %[[ABSQ]], %{{.*}} : i64
+// CHECK: arith.cmpi sge, %{{.*}}, %[[LOW]] : i64
+// CHECK: arith.cmpi sle, %{{.*}}, %[[ABSQ]] : i64
+// CHECK: arith.andi
+// CHECK: arith.andi
+func.func @sliding_window(%q: tensor<1x4x4xf64>, %k: tensor<1x3x4xf64>, %v: tensor<1x3x4xf64>) -> tensor<1x4x4xf64> {
+  %o = rlx.attention %q, %k, %v {num_heads = 2 : i64, head_dim = 2 : i64, mask_kind = "sliding_window", window = 2 : i64} : (tensor<1x4x4xf64>, tensor<1x3x4xf64>, tensor<1x3x4xf64>) -> tensor<1x4x4xf64>
+  func.return %o : tensor<1x4x4xf64>
+}
+
+// Custom key-padding masks are read through (b, t) in the logits generic: i1 as is,
+// float as mask >= 0.5. score_scale replaces 1/sqrt(D).
+// CHECK-LABEL: func.func @custom_masks
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], {{.*}} ins(%{{.*}}, %m : tensor<2x1x1x3x5xf32>, tensor<2x5xi1>)
+// CHECK: arith.constant 2.500000e-01 : f32
+// CHECK: arith.andi
+// CHECK: affine_map<(d0, d1, d2, d3, d4) -> (d0, d4)>{{.*}} ins(%{{.*}}, %f : tensor<2x1x1x3x5xf32>, tensor<2x5xf32>)
+// CHECK: arith.constant 5.000000e-01 : f32
+// CHECK: arith.cmpf oge
+func.func @custom_masks(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x4xf32>, %m: tensor<2x5xi1>, %f: tensor<2x5xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %o = rlx.attention %q, %k, %v, %m {num_heads = 1 : i64, head_dim = 4 : i64, mask_kind = "custom", score_scale = 0.25 : f32} : (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5xi1>) -> tensor<2x3x4xf32>
+  %p = rlx.attention %q, %k, %v, %f {num_heads = 1 : i64, head_dim = 4 : i64, mask_kind = "custom"} : (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x5xf32>) -> tensor<2x3x4xf32>
+  func.return %o, %p : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+
+// An additive bias [B, Hq, S, S_kv] is viewed as [B, Hkv, G, S, S_kv] and added after
+// the softcap (cap * tanh(s / cap)).
+// CHECK-LABEL: func.func @bias_softcap
+// CHECK: %[[B:.*]] = tensor.expand_shape %b {{\[\[}}0 : i64], [1 : i64, 2 : i64], [3 : i64], [4 : i64]] output_shape [1, 1, 2, 3, 5] : tensor<1x2x3x5xf32> into tensor<1x1x2x3x5xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[B]] : tensor<1x1x2x3x5xf32>, tensor<1x1x2x3x5xf32>)
+// CHECK: %[[R:.*]] = arith.divf
+// CHECK-NEXT: %[[T:.*]] = math.tanh %[[R]]
+// CHECK-NEXT: %[[CAP:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT: %[[CAPPED:.*]] = arith.mulf %[[T]], %[[CAP]]
+// CHECK-NEXT: arith.addf %[[CAPPED]], %{{.*}} : f32
+func.func @bias_softcap(%q: tensor<1x3x8xf32>, %k: tensor<1x5x4xf32>, %v: tensor<1x5x4xf32>, %b: tensor<1x2x3x5xf32>) -> tensor<1x3x8xf32> {
+  %o = rlx.attention %q, %k, %v, %b {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, mask_kind = "bias", softcap = 2.0 : f32} : (tensor<1x3x8xf32>, tensor<1x5x4xf32>, tensor<1x5x4xf32>, tensor<1x2x3x5xf32>) -> tensor<1x3x8xf32>
+  func.return %o : tensor<1x3x8xf32>
+}
+
+// dV = P^T dO summed over the group: only Q K^T and the softmax are replayed (no dO V^T),
+// then one contraction reducing over (g, s).
+// CHECK-LABEL: func.func @grad_v
+// CHECK: %[[DY:.*]] = tensor.expand_shape %dy
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d4, d1, d5)>
+// CHECK-NOT: affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d4, d1, d5)>
+// CHECK: %[[DV:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d2, d4, d5, d1)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d5, d2, d4, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %[[DY]] : tensor<1x2x2x3x5xf32>, tensor<1x3x2x2x4xf32>) outs(%{{.*}} : tensor<1x5x2x4xf32>)
+// CHECK: tensor.collapse_shape %[[DV]] {{\[\[}}0 : i64], [1 : i64], [2 : i64, 3 : i64]] : tensor<1x5x2x4xf32> into tensor<1x5x8xf32>
+func.func @grad_v(%q: tensor<1x3x16xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x8xf32>, %dy: tensor<1x3x16xf32>) -> tensor<1x5x8xf32> {
+  %d = rlx.attention_backward %q, %k, %v, %dy {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, wrt = "v"} : (tensor<1x3x16xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>, tensor<1x3x16xf32>) -> tensor<1x5x8xf32>
+  func.return %d : tensor<1x5x8xf32>
+}
+
+// dQ = scale * dS' K: dP = dO V^T (same contraction maps as Q K^T), dS = P (dP - rowsum),
+// the softcap derivative 1 - tanh^2, then the keys contraction.
+// CHECK-LABEL: func.func @grad_q
+// CHECK: %[[DP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d4, d1, d5)>, {{.*}} ins(%{{.*}}, %[[V:.*]] : tensor<1x3x2x2x4xf64>, tensor<1x5x2x4xf64>)
+// CHECK: %[[ROW:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[DP]], %[[P:.*]] : tensor<1x2x2x3x5xf64>, tensor<1x2x2x3x5xf64>)
+// CHECK: %[[DS:.*]] = linalg.generic {{.*}} ins(%[[P]], %[[DP]], %[[ROW]] :
+// CHECK: arith.subf
+// CHECK-NEXT: arith.mulf
+// CHECK: %[[DSC:.*]] = linalg.generic {{.*}} ins(%[[DS]], %{{.*}} : tensor<1x2x2x3x5xf64>, tensor<1x2x2x3x5xf64>)
+// CHECK: math.tanh
+// CHECK: %[[DQ:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d2, d3, d1, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d5, d2, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>], {{.*}} ins(%[[DSC]], %{{.*}} : tensor<1x2x2x3x5xf64>, tensor<1x5x2x4xf64>)
+// CHECK: tensor.collapse_shape %[[DQ]] {{.*}} into tensor<1x3x16xf64>
+func.func @grad_q(%q: tensor<1x3x16xf64>, %k: tensor<1x5x8xf64>, %v: tensor<1x5x8xf64>, %dy: tensor<1x3x16xf64>) -> tensor<1x3x16xf64> {
+  %d = rlx.attention_backward %q, %k, %v, %dy {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, softcap = 2.0 : f32, wrt = "q"} : (tensor<1x3x16xf64>, tensor<1x5x8xf64>, tensor<1x5x8xf64>, tensor<1x3x16xf64>) -> tensor<1x3x16xf64>
+  func.return %d : tensor<1x3x16xf64>
+}
+
+// dK = scale * dS'^T Q, summed over the group: reduction over (g, s) reading q in place.
+// CHECK-LABEL: func.func @grad_k
+// CHECK: %[[Q:.*]] = tensor.expand_shape %q
+// CHECK: %[[DK:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d2, d4, d5, d1)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d5, d2, d4, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %[[Q]] : tensor<1x2x2x3x5xf32>, tensor<1x3x2x2x4xf32>)
+// CHECK: tensor.collapse_shape %[[DK]] {{.*}} into tensor<1x5x8xf32>
+func.func @grad_k(%q: tensor<1x3x16xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x8xf32>, %dy: tensor<1x3x16xf32>) -> tensor<1x5x8xf32> {
+  %d = rlx.attention_backward %q, %k, %v, %dy {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "causal", wrt = "k"} : (tensor<1x3x16xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>, tensor<1x3x16xf32>) -> tensor<1x5x8xf32>
+  func.return %d : tensor<1x5x8xf32>
+}
+
+// dBias = dS (no softcap derivative, no final contraction), viewed back as [B, Hq, S, S_kv].
+// CHECK-LABEL: func.func @grad_bias
+// CHECK: %[[DS:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1x2x2x3x5xf32>, tensor<1x2x2x3x5xf32>, tensor<1x2x2x3xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.subf
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: linalg.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %{{.*}} = tensor.collapse_shape %[[DS]] {{\[\[}}0 : i64], [1 : i64, 2 : i64], [3 : i64], [4 : i64]] : tensor<1x2x2x3x5xf32> into tensor<1x4x3x5xf32>
+func.func @grad_bias(%q: tensor<1x3x16xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x8xf32>, %dy: tensor<1x3x16xf32>, %b: tensor<1x4x3x5xf32>) -> tensor<1x4x3x5xf32> {
+  %d = rlx.attention_backward %q, %k, %v, %dy, %b {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "bias", softcap = 2.0 : f32, wrt = "bias"} : (tensor<1x3x16xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>, tensor<1x3x16xf32>, tensor<1x4x3x5xf32>) -> tensor<1x4x3x5xf32>
+  func.return %d : tensor<1x4x3x5xf32>
+}

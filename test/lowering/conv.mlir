@@ -1,0 +1,112 @@
+// Lowering of the conv family and its backward ops: rlx -> linalg on tensors, and on to LLVM.
+// RUN: rlx-opt %s --lower-to-linalg | FileCheck %s
+// RUN: rlx-opt %s --lower-to-linalg | FileCheck %s --check-prefix=NORLX
+// RUN: rlx-opt %s --lower-to-llvm | mlir-opt | FileCheck %s --check-prefix=LLVM
+
+// NORLX-NOT: {{= rlx\.}}
+// LLVM-NOT: linalg.
+// LLVM-NOT: memref.
+
+// Grouped, strided, padded conv with bias: the bias (viewed as [G, C_out/G]) is broadcast
+// into the accumulator; x is padded with tensor.pad (zeros, H only) and both x and w get a
+// [G, C/G] channel split; one generic with loops (n, g, o, y, x | c, i, j) reads
+// xp[n, g, c, 2y + i, 2x + j] and w[g, o, c, i, j].
+// CHECK-LABEL: func.func @conv_bias_groups
+// CHECK: tensor.expand_shape %b {{\[}}[0 : i64, 1 : i64]] output_shape [2, 3]
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d1, d2)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>]
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[XP:.*]] = tensor.pad %x low[0, 0, 1, 0] high[0, 0, 1, 0]
+// CHECK: tensor.yield %[[ZERO]] : f32
+// CHECK: } : tensor<1x4x5x5xf32> to tensor<1x4x7x5xf32>
+// CHECK: %[[XG:.*]] = tensor.expand_shape %[[XP]] {{.*}} into tensor<1x2x2x7x5xf32>
+// CHECK: %[[WG:.*]] = tensor.expand_shape %w {{.*}} into tensor<2x3x2x3x3xf32>
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, ((d3 * 2) + d6), ((d4 * 2) + d7))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[XG]], %[[WG]] : tensor<1x2x2x7x5xf32>, tensor<2x3x2x3x3xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x6x3x2xf32>
+// LLVM-LABEL: llvm.func @conv_bias_groups
+func.func @conv_bias_groups(%x: tensor<1x4x5x5xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>) -> tensor<1x6x3x2xf32> {
+  %y = rlx.conv2d %x, %w, %b {groups = 2 : i64, padding = array<i64: 1, 0>, stride = array<i64: 2, 2>} : (tensor<1x4x5x5xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<1x6x3x2xf32>
+  func.return %y : tensor<1x6x3x2xf32>
+}
+
+// Dilation (2, 3) without padding or bias: no tensor.pad, a zero-filled accumulator.
+// CHECK-LABEL: func.func @conv_dilated
+// CHECK-NOT: tensor.pad
+// CHECK: linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<2x1x4x5x6xf64>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, (d3 + (d6 * 2)), (d4 + (d7 * 3)))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+// CHECK: tensor.collapse_shape {{.*}} into tensor<2x4x5x6xf64>
+func.func @conv_dilated(%x: tensor<2x3x9x9xf64>, %w: tensor<4x3x3x2xf64>) -> tensor<2x4x5x6xf64> {
+  %y = rlx.conv2d %x, %w {dilation = array<i64: 2, 3>} : (tensor<2x3x9x9xf64>, tensor<4x3x3x2xf64>) -> tensor<2x4x5x6xf64>
+  func.return %y : tensor<2x4x5x6xf64>
+}
+
+// Max pool: -inf padding (never wins), maximumf from -inf over the (i, j) window, whose
+// bounds come from an unread tensor.empty operand. Avg pool: sum from 0, then / (kh kw).
+// CHECK-LABEL: func.func @pools
+// CHECK: %[[NEG_INF:.*]] = arith.constant 0xff800000 : f32
+// CHECK: tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor.yield %[[NEG_INF]] : f32
+// CHECK: tensor.empty() : tensor<3x3xf32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x2x3x3xf32>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d4), ((d3 * 2) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+// CHECK: arith.maximumf
+// CHECK: tensor.empty() : tensor<2x2xf32>
+// CHECK: linalg.generic {{.*}} ins(%x, %{{.*}} : tensor<1x2x5x5xf32>, tensor<2x2xf32>)
+// CHECK: arith.addf
+// CHECK: arith.constant 4.000000e+00 : f32
+// CHECK: arith.divf
+func.func @pools(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x2x2xf32>) {
+  %m = rlx.max_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>
+  %a = rlx.avg_pool2d %x {kernel = array<i64: 2, 2>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x2x2xf32>
+  func.return %m, %a : tensor<1x2x3x3xf32>, tensor<1x2x2x2xf32>
+}
+
+// conv2d_backward_input: dy spread at stride 2 onto a zero [H + 2, W + 2] grid at offset
+// (kh - 1) - ph = 1, then a gather-form correlation reading zdy[h + 2 - i] and the weight
+// transposed in its maps (w[g, c, o, i, j]: no materialized flip or transpose).
+// conv2d_backward_weight: loops (g, o, c, i, j | n, y, x) over padded x and dy.
+// CHECK-LABEL: func.func @conv_backward
+// CHECK: %[[GRID:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x6x10x10xf32>)
+// CHECK: %[[ZDY:.*]] = tensor.insert_slice %dy into %[[GRID]][0, 0, 1, 1] [1, 6, 4, 4] [1, 1, 2, 2]
+// CHECK: tensor.expand_shape %[[ZDY]] {{.*}} into tensor<1x2x3x10x10xf32>
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, ((d3 + (d6 * -1)) + 2), ((d4 + (d7 * -1)) + 2))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x4x8x8xf32>
+// CHECK: tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d2, ((d6 * 2) + d3), ((d7 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0 : i64, 1 : i64], [2 : i64], [3 : i64], [4 : i64]] : tensor<2x3x2x3x3xf32> into tensor<6x2x3x3xf32>
+func.func @conv_backward(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: tensor<1x6x4x4xf32>) -> (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) {
+  %dx = rlx.conv2d_backward_input %dy, %w {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x6x4x4xf32>, tensor<6x2x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %dw = rlx.conv2d_backward_weight %x, %dy {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>, tensor<1x6x4x4xf32>) -> tensor<6x2x3x3xf32>
+  func.return %dx, %dw : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>
+}
+
+// max_pool2d_backward: (1) one generic with two outputs folds (window max, first tap) over
+// -inf-padded x, i1 in-bounds masks of the padded rows/cols and the tap numbers i*kw + j;
+// (2) dy and the winning taps are spread at stride positions; (3) a gather generic adds
+// dy where the window's winning tap is this position's tap.
+// CHECK-LABEL: func.func @max_pool_backward
+// CHECK: %[[XP:.*]] = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[MASK_H:.*]] = arith.constant dense<[false, true, true, true, true, true, false]> : tensor<7xi1>
+// CHECK: %[[MASK_W:.*]] = arith.constant dense<[false, true, true, true, true, true, false]> : tensor<7xi1>
+// CHECK: %[[TAPS:.*]] = arith.constant dense<{{\[\[}}0, 1, 2], [3, 4, 5], [6, 7, 8]]> : tensor<3x3xi32>
+// CHECK: arith.constant 9 : i32
+// CHECK: %{{.*}}, %[[BEST:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d4), ((d3 * 2) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d2 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d3 * 2) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XP]], %[[MASK_H]], %[[MASK_W]], %[[TAPS]] : {{.*}}) outs({{.*}} : tensor<1x2x3x3xf32>, tensor<1x2x3x3xi32>)
+// CHECK: arith.cmpf une
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf oeq
+// CHECK: arith.cmpi slt
+// CHECK: arith.select
+// CHECK: arith.select
+// CHECK: %[[ZDY:.*]] = tensor.insert_slice %dy into %{{.*}}[0, 0, 1, 1] [1, 2, 3, 3] [1, 1, 2, 2]
+// CHECK: arith.constant -1 : i32
+// CHECK: %[[ZBEST:.*]] = tensor.insert_slice %[[BEST]] into %{{.*}}[0, 0, 1, 1] [1, 2, 3, 3] [1, 1, 2, 2]
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 + (d4 * -1)) + 2), ((d3 + (d5 * -1)) + 2))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 + (d4 * -1)) + 2), ((d3 + (d5 * -1)) + 2))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[ZDY]], %[[ZBEST]], %{{.*}} : tensor<1x2x7x7xf32>, tensor<1x2x7x7xi32>, tensor<3x3xi32>)
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+// CHECK: arith.addf
+// LLVM-LABEL: llvm.func @max_pool_backward
+func.func @max_pool_backward(%x: tensor<1x2x5x5xf32>, %dy: tensor<1x2x3x3xf32>) -> tensor<1x2x5x5xf32> {
+  %dx = rlx.max_pool2d_backward %x, %dy {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x5x5xf32>
+  func.return %dx : tensor<1x2x5x5xf32>
+}
