@@ -44,13 +44,15 @@ from rlx_mlir.dialects.base import (
     shape_of,
     tensor,
 )
-from rlx_mlir.rules import INTERPRET, PREPARE_AD, VJP, no_gradient
+from rlx_mlir.rules import INTERPRET, JVP, PREPARE_AD, VJP, VMAP, no_gradient
 from rlx_mlir.runtime.signature import arg_names
 from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS
 
 if TYPE_CHECKING:
     from rlx_mlir.builder import Builder, Tensor
     from rlx_mlir.transforms.autodiff import VjpContext
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
 
 # ---------------------------------------------------------------- yield
 
@@ -511,6 +513,131 @@ def _autodiff_report_stage(stage: str, module, args) -> None:
 
 
 STAGE_HOOKS["autodiff-report"] = _autodiff_report_stage
+
+
+# ---------------------------------------------------------------- JVP rules
+
+
+def _pack(b: Builder, first: Tensor, second: Tensor) -> Tensor:
+    """``[2, *shape]``: a primal and its tangent carried together through a scan."""
+    return b.concat(b.reshape(first, (1, *first.shape)), b.reshape(second, (1, *second.shape)),
+                    axis=0)
+
+
+def _unpack(b: Builder, pair: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
+    shape = pair.shape[:axis] + pair.shape[axis + 1:]
+    return tuple(b.reshape(b.narrow(pair, axis=axis, start=i, length=1), shape)  # type: ignore
+                 for i in (0, 1))
+
+
+@JVP.register(ScanOp)
+def _jvp_scan(ctx: JvpContext, op: ScanOp, t_init, *t_inputs) -> list[Tensor | None]:
+    """A second scan carrying ``[carry, tangent]``; its body is the body's JVP."""
+    from rlx_mlir.transforms.jvp import jvp_block
+
+    length, num_bcast, num_xs, save, k = scan_layout(op.in_types(), op.py_attrs())
+    init, *inputs = ctx.inputs(op)
+    t_inputs = [ctx.or_zeros(t, x) for t, x in zip(t_inputs, inputs, strict=True)]
+    bcasts, xs = inputs[:num_bcast], inputs[num_bcast:]
+    t_bcasts, t_xs = t_inputs[:num_bcast], t_inputs[num_bcast:]
+
+    def body(b: Builder, pair: Tensor, *rest: Tensor) -> Tensor:
+        c, tc = _unpack(b, pair)
+        nb = num_bcast
+        primals = [c, *rest[:nb], *rest[2 * nb: 2 * nb + num_xs]]
+        tangents = [tc, *rest[nb: 2 * nb], *rest[2 * nb + num_xs:]]
+        (nxt,), (tnxt,) = jvp_block(b, op.body.block, primals, tangents)
+        return _pack(b, nxt, tnxt if tnxt is not None else b.full(nxt.shape, 0.0, nxt.dtype))
+
+    pair = ctx.b.scan(_pack(ctx.b, init, ctx.or_zeros(t_init, init)), body, length=length,
+                      xs=[*xs, *t_xs], bcasts=[*bcasts, *t_bcasts], save_trajectory=save,
+                      num_checkpoints=k)
+    return [_unpack(ctx.b, pair, axis=1 if save else 0)[1]]
+
+
+@JVP.register(CustomFnOp)
+def _jvp_custom_fn(ctx: JvpContext, op: CustomFnOp, *tangents) -> list[Tensor | None]:
+    """The user's jvp region when given (SPEC 5.12), else the JVP of the inlined fwd."""
+    from rlx_mlir.transforms.jvp import jvp_block
+
+    primals = ctx.inputs(op)
+    full = [ctx.or_zeros(t, p) for t, p in zip(tangents, primals, strict=True)]
+    region = op.region("jvp")
+    if region is not None:
+        return _inline(ctx.b, region, [*primals, *full])
+    _, touts = jvp_block(ctx.b, op.region("fwd").block, primals, list(tangents))
+    return touts
+
+
+JVP.register(YieldOp)(lambda ctx, op, *ts: [])
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.3)
+
+
+def _vmap_region(ctx: VmapContext, block: Block, arg_types, flags) -> Region:
+    """``block`` batched with the given argument flags; every result batched."""
+    from rlx_mlir.transforms.vmap import vmap_block
+
+    new = Block(arg_types=list(arg_types))
+    inner = ctx.b.appending_to(new, ctx.b.location)
+    outs, out_flags = vmap_block(inner, block, [inner.wrap(a) for a in new.args], flags,
+                                 ctx.size)
+    sub = type(ctx)(inner, ctx.size)
+    new.add_op(YieldOp.create(operands=[sub.lift(o, f).value
+                                        for o, f in zip(outs, out_flags, strict=True)]))
+    return Region(new)
+
+
+def _steps_first(ctx: VmapContext, x: Tensor, batched: bool) -> Tensor:
+    """A per-step input ``[B, L, ...]`` as ``[L, B, ...]`` (shared ones stay ``[L, ...]``)."""
+    if not batched:
+        return x
+    perm = [1, 0, *range(2, x.ndim)]
+    return ctx.b.transpose(x, perm=perm)
+
+
+def _step_type(x: Tensor):
+    return tensor(x.shape[1:], x.dtype)
+
+
+@VMAP.register(ScanOp)
+def _vmap_scan(ctx: VmapContext, op: ScanOp, xs, batched) -> list[Tensor]:
+    """The carry is batched, xs go from ``[B, L, ...]`` to ``[L, B, ...]``, the body is
+    batched recursively and a trajectory comes back as ``[B, rows, ...]``; checkpointing is
+    kept (unlike RLX, SPEC 9.16)."""
+    length, num_bcast, num_xs, save, k = scan_layout(op.in_types(), op.py_attrs())
+    init = ctx.lift(xs[0], batched[0])
+    bcasts, bflags = xs[1:1 + num_bcast], batched[1:1 + num_bcast]
+    steps = [_steps_first(ctx, x, f) for x, f in zip(xs[1 + num_bcast:],
+                                                     batched[1 + num_bcast:], strict=True)]
+    arg_types = [init.type, *(x.type for x in bcasts), *(_step_type(x) for x in steps)]
+    flags = [True, *bflags, *batched[1 + num_bcast:]]
+    region = _vmap_region(ctx, op.body.block, arg_types, flags)
+    out = ctx.b._emit_with_regions(
+        "scan", [init, *bcasts, *steps], [region], length=length, num_xs=num_xs or None,
+        save_trajectory=save or None, num_checkpoints=k or None)
+    if save:
+        out = ctx.b.transpose(out, perm=[1, 0, *range(2, out.ndim)])
+    return [out]
+
+
+@VMAP.register(CustomFnOp)
+def _vmap_custom_fn(ctx: VmapContext, op: CustomFnOp, xs, batched) -> list[Tensor]:
+    """Every region is batched with all primals lifted (the vjp/jvp regions receive
+    batched cotangents and tangents too)."""
+    primals = ctx.lift_all(xs, batched)
+    types = [p.type for p in primals]
+    out = tensor((ctx.size, *shape_of(op.result.type)), dtype_of(op.result.type))
+    regions = [_vmap_region(ctx, op.region("fwd").block, types, [True] * len(types))]
+    if op.region("vjp") is not None:
+        regions.append(_vmap_region(ctx, op.region("vjp").block, [*types, out, out],
+                                    [True] * (len(types) + 2)))
+    if op.region("jvp") is not None:
+        regions.append(_vmap_region(ctx, op.region("jvp").block, [*types, *types],
+                                    [True] * (2 * len(types))))
+    return [ctx.b._emit_with_regions("custom_fn", primals, regions, out=[out],
+                                     **{k: v for k, v in op.py_attrs().items()})]
 
 
 OPS = [YieldOp, ScanOp, IfOp, WhileOp, CustomFnOp]

@@ -122,9 +122,9 @@ func.func @ce_d_loss(%z: tensor<4x10xf32>, %t: tensor<4xi64>, %dl: tensor<4xf64>
 
 // -----
 
-func.func @ce_labels_dtype(%z: tensor<4x10xf32>, %t: tensor<4xf64>, %dl: tensor<4xf32>) -> tensor<4x10xf32> {
-  // expected-error @below {{'rlx.softmax_cross_entropy_backward' labels must be i32, i64 or f32-encoded integers, got tensor<4xf64>}}
-  %0 = rlx.softmax_cross_entropy_backward %z, %t, %dl : (tensor<4x10xf32>, tensor<4xf64>, tensor<4xf32>) -> tensor<4x10xf32>
+func.func @ce_labels_dtype(%z: tensor<4x10xf32>, %t: tensor<4xi1>, %dl: tensor<4xf32>) -> tensor<4x10xf32> {
+  // expected-error @below {{'rlx.softmax_cross_entropy_backward' labels must be i32, i64 or f32-encoded integers, got tensor<4xi1>}}
+  %0 = rlx.softmax_cross_entropy_backward %z, %t, %dl : (tensor<4x10xf32>, tensor<4xi1>, tensor<4xf32>) -> tensor<4x10xf32>
   func.return %0 : tensor<4x10xf32>
 }
 

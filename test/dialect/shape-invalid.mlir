@@ -194,9 +194,9 @@ func.func @narrow_missing(%x: tensor<4x8xf32>) -> tensor<1x8xf32> {
 
 // -----
 
-func.func @gather_index_dtype(%w: tensor<10x4xf32>, %i: tensor<3xf64>) -> tensor<3x4xf32> {
-  // expected-error @below {{'rlx.gather' indices must be i32, i64 or f32-encoded integers, got tensor<3xf64>}}
-  %0 = rlx.gather %w, %i : (tensor<10x4xf32>, tensor<3xf64>) -> tensor<3x4xf32>
+func.func @gather_index_dtype(%w: tensor<10x4xf32>, %i: tensor<3xi1>) -> tensor<3x4xf32> {
+  // expected-error @below {{'rlx.gather' indices must be i32, i64 or f32-encoded integers, got tensor<3xi1>}}
+  %0 = rlx.gather %w, %i : (tensor<10x4xf32>, tensor<3xi1>) -> tensor<3x4xf32>
   func.return %0 : tensor<3x4xf32>
 }
 
@@ -290,9 +290,9 @@ func.func @scatter_bool(%u: tensor<5xi1>, %i: tensor<5xi64>) -> tensor<10xi1> {
 
 // -----
 
-func.func @scatter_index_dtype(%u: tensor<5x4xf32>, %i: tensor<5xf64>) -> tensor<10x4xf32> {
+func.func @scatter_index_dtype(%u: tensor<5x4xf32>, %i: tensor<5xi1>) -> tensor<10x4xf32> {
   // expected-error @below {{'rlx.scatter_add' indices must be i32, i64 or f32-encoded integers}}
-  %0 = rlx.scatter_add %u, %i : (tensor<5x4xf32>, tensor<5xf64>) -> tensor<10x4xf32>
+  %0 = rlx.scatter_add %u, %i : (tensor<5x4xf32>, tensor<5xi1>) -> tensor<10x4xf32>
   func.return %0 : tensor<10x4xf32>
 }
 

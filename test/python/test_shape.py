@@ -233,7 +233,7 @@ def test_scatter_add_is_the_transpose_of_gather(rng):
     (lambda b, x: b.expand(x, (4, 6)), "cannot expand [2, 6] to [4, 6]: dim 0 is 2"),
     (lambda b, x: b.narrow(x, axis=1, start=4, length=3), "out of range for dim 1 of size 6"),
     (lambda b, x: b.concat(x, b.reshape(x, (6, 2)), axis=0), "incompatible with [2, 6]"),
-    (lambda b, x: b.gather(x, x), "indices must be i32, i64 or f32-encoded integers"),
+    (lambda b, x: b.gather(x, b.cast(x, "i1")), "indices must be i32, i64 or f32-encoded integers"),
     (lambda b, x: b.scatter_add(x, b.constant(np.zeros(3, np.int64)), 4),
      "indices must have shape [2]"),
 ])
