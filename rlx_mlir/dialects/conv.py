@@ -368,6 +368,127 @@ def _vjp_avg_pool2d(ctx: VjpContext, op: Pool2dOp, g: Tensor) -> list[Tensor | N
                        padding=cfg.padding, groups=x.shape[1])]
 
 
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# conv2d is bilinear in (x, w) and linear in the bias, avg_pool2d is linear, max_pool2d
+# takes the tangent at each window's first argmax (rlx.max_pool2d_jvp, backward/conv.py).
+
+from rlx_mlir.dialects.base import dtype_of  # noqa: E402
+from rlx_mlir.rules import JVP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Builder
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
+
+
+def reemit(b: Builder, op: RlxOp, *operands: Tensor, shape: Sequence[int] | None = None,
+           **attrs: Any) -> Tensor:
+    """``op`` again on ``operands`` (attributes overridden by ``attrs``); its one result
+    has ``shape`` (default: the op's own result shape) and the op's dtype."""
+    result = op.results[0].type
+    out = tensor(shape if shape is not None else shape_of(result), dtype_of(result))
+    return b.emit(op.name.removeprefix("rlx."), *operands, out=[out],  # type: ignore[return-value]
+                  **{**op.py_attrs(), **attrs})
+
+
+def bilinear_jvp(ctx: JvpContext, op: RlxOp, ta: Tensor | None,
+                 tb: Tensor | None) -> Tensor | None:
+    """``op(ta, b) + op(a, tb)`` for an op bilinear in its first two operands."""
+    a, b = ctx.inputs(op)[:2]
+    return ctx.add(None if ta is None else reemit(ctx.b, op, ta, b),
+                   None if tb is None else reemit(ctx.b, op, a, tb))
+
+
+@JVP.register(Conv2dOp)
+def _jvp_conv2d(ctx: JvpContext, op: Conv2dOp, tx: Tensor | None, tw: Tensor | None,
+                tb: Tensor | None = None) -> list[Tensor | None]:
+    """``conv(tx, w) + conv(x, tw) + tb`` (tb broadcast over N, H, W)."""
+    shape = shape_of(op.result.type)
+    bias = None if tb is None else ctx.broadcast_to(ctx.b.reshape(tb, (shape[1], 1, 1)), shape)
+    return [ctx.add(bilinear_jvp(ctx, op, tx, tw), bias)]
+
+
+@JVP.register(AvgPool2dOp)
+def _jvp_avg_pool2d(ctx: JvpContext, op: Pool2dOp, t: Tensor | None) -> list[Tensor | None]:
+    return [None if t is None else reemit(ctx.b, op, t)]
+
+
+@JVP.register(MaxPool2dOp)
+def _jvp_max_pool2d(ctx: JvpContext, op: Pool2dOp, t: Tensor | None) -> list[Tensor | None]:
+    """The tangent at each window's first argmax (ties as in max_pool2d_backward)."""
+    (x,) = ctx.inputs(op)
+    return [None if t is None else ctx.b.max_pool2d_jvp(x, t, **op.py_attrs())]
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+# A shared weight: B is folded into N (SPEC 6.2's reshape trick). A batched weight (ignored
+# by RLX, SPEC 9.19): B is folded into the channels and the groups, x [B, N, C, H, W] ->
+# [N, B*C, H, W], w [B, O, C/G, kh, kw] -> [B*O, C/G, kh, kw], groups G*B: group b*G + g
+# of the grouped conv is group g of batch element b.
+
+
+def emit_folded(ctx: VmapContext, op: RlxOp, *operands: Tensor) -> Tensor:
+    """``op`` on operands whose N holds B*N: the result ``[B*N, ...]`` unfolded to
+    ``[B, N, ...]``."""
+    n, *rest = shape_of(op.results[0].type)
+    return ctx.unfold(reemit(ctx.b, op, *operands, shape=(ctx.size * n, *rest)))
+
+
+def batch_into_channels(ctx: VmapContext, x: Tensor) -> Tensor:
+    """``[B, N, C, H, W] -> [N, B*C, H, W]``."""
+    t = ctx.b.transpose(x, perm=(1, 0, 2, 3, 4))
+    n, b, c, h, w = t.shape
+    return ctx.b.reshape(t, (n, b * c, h, w))
+
+
+def batch_from_channels(ctx: VmapContext, y: Tensor) -> Tensor:
+    """``[N, B*C, H, W] -> [B, N, C, H, W]`` (inverse of :func:`batch_into_channels`)."""
+    n, bc, h, w = y.shape
+    t = ctx.b.reshape(y, (n, ctx.size, bc // ctx.size, h, w))
+    return ctx.b.transpose(t, perm=(1, 0, 2, 3, 4))
+
+
+def emit_grouped(ctx: VmapContext, op: RlxOp, axis: int, *operands: Tensor) -> Tensor:
+    """``op`` with B folded into its groups; the result's ``axis`` holds ``B * size``."""
+    shape = list(shape_of(op.results[0].type))
+    shape[axis] *= ctx.size
+    groups = conv2d_config(op.py_attrs()).groups * ctx.size
+    return reemit(ctx.b, op, *operands, shape=shape, groups=groups)
+
+
+def _conv2d_no_bias(ctx: VmapContext, op: Conv2dOp, x: Tensor, w: Tensor, bx: bool,
+                    bw: bool) -> Tensor:
+    """``conv2d(x, w)``: ``[B, N, O, Ho, Wo]``, or unbatched when neither is batched."""
+    if bw:
+        xc = batch_into_channels(ctx, ctx.lift(x, bx))
+        return batch_from_channels(ctx, emit_grouped(ctx, op, 1, xc, ctx.fold(w)))
+    return emit_folded(ctx, op, ctx.fold(x), w) if bx else reemit(ctx.b, op, x, w)
+
+
+@VMAP.register(Conv2dOp)
+def _vmap_conv2d(ctx: VmapContext, op: Conv2dOp, xs: Sequence[Tensor],
+                 batched: Sequence[bool]) -> list[Tensor]:
+    """B folded into N (shared w) or into the groups (batched w); a batched bias
+    ``[B, O]`` is added as ``[B, 1, O, 1, 1]``, a shared one stays fused when it can."""
+    x, w, *bias = xs
+    bx, bw, *bb = batched
+    if not bw and not any(bb):
+        return [emit_folded(ctx, op, ctx.fold(x), w, *bias)]
+    y = _conv2d_no_bias(ctx, op, x, w, bx, bw)
+    if bias:
+        (b,), (b_batched,) = bias, bb
+        shape = (ctx.size, 1, b.shape[-1], 1, 1) if b_batched else (b.shape[-1], 1, 1)
+        y = y + ctx.b.reshape(b, shape)
+    return [y]
+
+
+@VMAP.register(*POOL_OPS)
+def _vmap_pool(ctx: VmapContext, op: Pool2dOp, xs: Sequence[Tensor],
+               batched: Sequence[bool]) -> list[Tensor]:
+    """B folded into N."""
+    return [emit_folded(ctx, op, ctx.fold(xs[0]))]
+
+
 OPS = [Conv2dOp, *POOL_OPS]
 
 

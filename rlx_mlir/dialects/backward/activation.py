@@ -14,16 +14,18 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
+from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.dialects.base import (
     RlxOp,
     ShapeError,
     expect_float,
     expect_same_dtype,
+    optional,
     require,
     shape_of,
 )
 from rlx_mlir.dialects.elementwise import ACTIVATIONS, _erf, _sigmoid
-from rlx_mlir.rules import INTERPRET, JVP, VMAP
+from rlx_mlir.rules import INTERPRET, JVP, VJP, VMAP
 
 
 def _check_pair(cls, types) -> list[TensorType]:
@@ -92,9 +94,45 @@ DERIVATIVES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 assert set(DERIVATIVES) == set(ACTIVATIONS)
 
 
+def _gelu_second(x: np.ndarray) -> np.ndarray:
+    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi) * (2.0 - x * x)
+
+
+def _gelu_approx_second(x: np.ndarray) -> np.ndarray:
+    c, a = math.sqrt(2.0 / math.pi), 0.044715
+    t = np.tanh(c * (x + a * x**3))
+    du = c * (1 + 3 * a * x * x)
+    sech2 = 1 - t * t
+    return sech2 * du - x * t * sech2 * du * du + 3 * a * c * x * x * sech2
+
+
+SECOND_DERIVATIVES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "relu": np.zeros_like,
+    "sigmoid": lambda x: _sigmoid(x) * (1 - _sigmoid(x)) * (1 - 2 * _sigmoid(x)),
+    "tanh": lambda x: -2 * np.tanh(x) * (1 - np.tanh(x) ** 2),
+    "silu": lambda x: _sigmoid(x) * (1 - _sigmoid(x)) * (2 + x * (1 - 2 * _sigmoid(x))),
+    "gelu": _gelu_second,
+    "gelu_approx": _gelu_approx_second,
+    "exp": np.exp,
+    "log": lambda x: -1 / (x * x),
+    "sqrt": lambda x: _positive_or_zero(x, lambda s: -0.25 * s**-1.5),
+    "rsqrt": lambda x: _positive_or_zero(x, lambda s: 0.75 * s**-2.5),
+    "neg": np.zeros_like,
+    "abs": np.zeros_like,
+    "sin": lambda x: -np.sin(x),
+    "cos": lambda x: -np.cos(x),
+    "tan": lambda x: 2 * np.tan(x) * (1 + np.tan(x) ** 2),
+    "atan": lambda x: -2 * x / (1 + x * x) ** 2,
+    "round": np.zeros_like,
+}
+assert set(SECOND_DERIVATIVES) == set(ACTIVATIONS)
+ORDERS = {1: DERIVATIVES, 2: SECOND_DERIVATIVES}
+
+
 @irdl_op_definition
 class ActivationBackwardOp(RlxOp):
-    """``dx = f'(x) * dy`` for activation ``kind`` (SPEC 3.1 table).
+    """``dx = f'(x) * dy`` for activation ``kind`` (SPEC 3.1 table); with ``order = 2``
+    ``f''(x) * dy`` (used by second derivatives: grad of grad, Hessian-vector products).
 
     Sqrt and rsqrt have gradient 0 at x <= 0, abs has 0 at 0, round is
     straight-through (gradient 1).
@@ -104,11 +142,16 @@ class ActivationBackwardOp(RlxOp):
     x = operand_def(TensorType)
     dy = operand_def(TensorType)
     result = result_def(TensorType)
-    ATTRS: ClassVar[dict[str, str]] = {"kind": "string: the activation (relu, gelu, ...)"}
+    ATTRS: ClassVar[dict[str, str]] = {
+        "kind": "string: the activation (relu, gelu, ...)",
+        "order": "i64, 1 (default) for f', 2 for f''",
+    }
 
     @classmethod
     def infer(cls, types, attrs, out):
         kind = require(attrs, "kind", str)
+        if optional(attrs, "order", int, 1) not in ORDERS:
+            raise ShapeError(f"order must be 1 or 2, got {attrs['order']}")
         if kind not in DERIVATIVES:
             raise ShapeError(f"unknown activation kind '{kind}' "
                              f"(expected one of {', '.join(sorted(DERIVATIVES))})")
@@ -118,7 +161,7 @@ class ActivationBackwardOp(RlxOp):
 @INTERPRET.register(ActivationBackwardOp)
 def _interpret_activation_backward(op, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return DERIVATIVES[op.attr("kind")](x) * dy
+        return ORDERS[op.attr("order", 1)][op.attr("kind")](x) * dy
 
 
 VMAP.register(ReluBackwardOp, ActivationBackwardOp)(
@@ -130,6 +173,38 @@ def _jvp_relu_backward(ctx, op, tx, tdy):
     """Linear in dy; the derivative in x is zero almost everywhere."""
     x, _ = ctx.inputs(op)
     return [None if tdy is None else ctx.b.relu_backward(x, tdy)]
+
+
+@VJP.register(ReluBackwardOp)
+def _vjp_relu_backward(ctx, op, g):
+    x, _ = ctx.inputs(op)
+    return [None, ctx.b.relu_backward(x, g)]
+
+
+def _first_order_only(op) -> None:
+    if op.attr("order", 1) != 1:
+        raise RlxError("third derivatives of activations are not supported", op=op)
+
+
+@JVP.register(ActivationBackwardOp)
+def _jvp_activation_backward(ctx, op, tx, tdy):
+    """``f''(x) dy tx + f'(x) tdy``."""
+    _first_order_only(op)
+    x, dy = ctx.inputs(op)
+    kind = op.attr("kind")
+    in_x = None if tx is None else ctx.b.activation_backward(x, dy * tx, kind=kind, order=2)
+    in_dy = None if tdy is None else ctx.b.activation_backward(x, tdy, kind=kind)
+    return [ctx.add(in_x, in_dy)]
+
+
+@VJP.register(ActivationBackwardOp)
+def _vjp_activation_backward(ctx, op, g):
+    """x gets ``f''(x) dy g``; dy gets ``f'(x) g``."""
+    _first_order_only(op)
+    x, dy = ctx.inputs(op)
+    kind = op.attr("kind")
+    return [ctx.b.activation_backward(x, dy * g, kind=kind, order=2),
+            ctx.b.activation_backward(x, g, kind=kind)]
 
 
 OPS = [ReluBackwardOp, ActivationBackwardOp]
@@ -227,8 +302,60 @@ def _lower_relu_backward(op: ReluBackwardOp, e: Any, x: Any, dy: Any) -> Any:
                          lambda s, v, g: s.select(s.cmp("gt", v, 0.0), g, 0.0))
 
 
+def _sigmoid_second(s: Any, x: Any) -> Any:
+    sig = s.sigmoid(x)
+    return s.mul(s.mul(sig, s.sub(1.0, sig)), s.sub(1.0, s.mul(sig, 2.0)))
+
+
+def _silu_second(s: Any, x: Any) -> Any:
+    sig = s.sigmoid(x)
+    slope = s.mul(sig, s.sub(1.0, sig))
+    return s.mul(slope, s.add(2.0, s.mul(x, s.sub(1.0, s.mul(sig, 2.0)))))
+
+
+def _gelu_second_body(s: Any, x: Any) -> Any:
+    pdf = s.div(s.exp(s.mul(s.mul(x, -0.5), x)), _SQRT_2PI)
+    return s.mul(pdf, s.sub(2.0, s.mul(x, x)))
+
+
+def _gelu_approx_second_body(s: Any, x: Any) -> Any:
+    square = s.mul(x, x)
+    t = s.tanh(s.mul(s.add(x, s.mul(s.mul(square, x), _GELU_A)), _GELU_C))
+    sech2 = s.sub(1.0, s.mul(t, t))
+    du = s.mul(s.add(s.mul(square, 3 * _GELU_A), 1.0), _GELU_C)
+    first = s.mul(sech2, du)
+    second = s.mul(s.mul(s.mul(x, t), sech2), s.mul(du, du))
+    third = s.mul(s.mul(square, sech2), 3 * _GELU_A * _GELU_C)
+    return s.add(s.sub(first, second), third)
+
+
+def _zero(s: Any, x: Any) -> Any:
+    return s.scalar(0.0, x.type)
+
+
+_SECOND_DERIVATIVE_BODIES: dict[str, Any] = {
+    "relu": _zero, "neg": _zero, "abs": _zero, "round": _zero,
+    "sigmoid": _sigmoid_second,
+    "tanh": lambda s, x: s.mul(s.mul(s.tanh(x), -2.0), _tanh_prime(s, x)),
+    "silu": _silu_second,
+    "gelu": _gelu_second_body,
+    "gelu_approx": _gelu_approx_second_body,
+    "exp": lambda s, x: s.exp(x),
+    "log": lambda s, x: s.div(-1.0, s.mul(x, x)),
+    "sqrt": _positive_or_zero_prime(lambda s, x: s.mul(s.pow(x, -1.5), -0.25)),
+    "rsqrt": _positive_or_zero_prime(lambda s, x: s.mul(s.pow(x, -2.5), 0.75)),
+    "sin": lambda s, x: s.neg(s.sin(x)),
+    "cos": lambda s, x: s.neg(s.cos(x)),
+    "tan": lambda s, x: s.mul(s.mul(s.tan(x), 2.0), _tan_prime(s, x)),
+    "atan": lambda s, x: s.div(s.mul(x, -2.0),
+                               s.mul(s.add(s.mul(x, x), 1.0), s.add(s.mul(x, x), 1.0))),
+}
+assert set(_SECOND_DERIVATIVE_BODIES) == set(SECOND_DERIVATIVES)
+_BODIES_BY_ORDER = {1: _DERIVATIVE_BODIES, 2: _SECOND_DERIVATIVE_BODIES}
+
+
 @LOWER.register(ActivationBackwardOp)
 def _lower_activation_backward(op: ActivationBackwardOp, e: Any, x: Any, dy: Any) -> Any:
-    derivative = _DERIVATIVE_BODIES[op.attr("kind")]
+    derivative = _BODIES_BY_ORDER[op.attr("order", 1)][op.attr("kind")]
     return e.elementwise([x, dy], x.type.element_type,
                          lambda s, v, g: s.mul(derivative(s, v), g))

@@ -299,7 +299,129 @@ def _vjp_max_pool2d_backward(ctx: VjpContext, op: MaxPool2dBackwardOp,
                    "('rlx.max_pool2d_backward' has no vjp rule)", op=op)
 
 
-OPS = [Conv2dBackwardInputOp, Conv2dBackwardWeightOp, MaxPool2dBackwardOp]
+# ---------------------------------------------------------------- max_pool2d_jvp
+# The tangent of max_pool2d: a gather at each window's first argmax, the transpose of
+# max_pool2d_backward's scatter (<max_pool2d_jvp(x, t), u> == <t, max_pool2d_backward(x, u)>).
+
+from rlx_mlir.dialects.base import tensor  # noqa: E402
+
+
+@irdl_op_definition
+class MaxPool2dJvpOp(RlxOp):
+    """``tx`` read at each window's first argmax of ``x``: the tangent of ``rlx.max_pool2d``.
+
+    Windows and tie-breaking are those of ``rlx.max_pool2d_backward`` (in-bounds taps, the
+    first maximum in row-major window order, NaN counts as the maximum).
+
+    Example::
+
+        %t = rlx.max_pool2d_jvp %x, %tx {kernel = array<i64: 2, 2>}
+            : (tensor<1x3x8x8xf32>, tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32>
+    """
+
+    name = "rlx.max_pool2d_jvp"
+    x = operand_def(TensorType)
+    tx = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = dict(Pool2dOp.ATTRS)
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        cfg = pool2d_config(attrs)
+        n, c, h, w = expect_rank(types[0], (4,), "input x [N, C, H, W]")
+        dtype = expect_float(types[0], "input x")
+        expect_same_dtype(types, f"'{cls.name}' operands")
+        if shape_of(types[1]) != (n, c, h, w):
+            raise ShapeError(f"tangent tx must have x's shape {fmt_shape((n, c, h, w))}, "
+                             f"got {fmt_shape(shape_of(types[1]))}")
+        return [tensor((n, c, *spatial_output((h, w), cfg.kernel, cfg.stride, cfg.padding)),
+                       dtype)]
+
+
+def max_pool2d_jvp_numpy(x: np.ndarray, tx: np.ndarray, cfg: Pool2dConfig) -> np.ndarray:
+    """Sum of ``tx``'s windows masked by the one-hot first argmax of ``x``'s windows."""
+    windows = window_view(pad_nchw(x, cfg.padding), cfg.kernel, cfg.stride)
+    in_bounds = window_view(pad_nchw(np.ones((1, 1, *x.shape[2:]), bool), cfg.padding, False),
+                            cfg.kernel, cfg.stride)
+    tangents = window_view(pad_nchw(tx, cfg.padding), cfg.kernel, cfg.stride)
+    return np.where(first_argmax_one_hot(windows, in_bounds), tangents, 0).sum(axis=(4, 5))
+
+
+@INTERPRET.register(MaxPool2dJvpOp)
+def _interpret_max_pool2d_jvp(op: MaxPool2dJvpOp, x: np.ndarray, tx: np.ndarray) -> np.ndarray:
+    return max_pool2d_jvp_numpy(x, tx, pool2d_config(op.py_attrs()))
+
+
+@VJP.register(MaxPool2dJvpOp)
+def _vjp_max_pool2d_jvp(ctx: VjpContext, op: MaxPool2dJvpOp, g: Tensor) -> list[Tensor | None]:
+    """Linear in tx (its transpose is max_pool2d_backward); zero almost everywhere in x."""
+    x, _ = ctx.inputs(op)
+    return [None, ctx.b.max_pool2d_backward(x, g, **op.py_attrs())]
+
+
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# The conv backward ops are bilinear; max_pool2d_backward and max_pool2d_jvp are linear in
+# their second operand and piecewise constant in x (the argmax), so x has no tangent.
+
+from rlx_mlir.dialects.conv import (  # noqa: E402
+    batch_from_channels,
+    batch_into_channels,
+    bilinear_jvp,
+    emit_folded,
+    emit_grouped,
+    reemit,
+)
+from rlx_mlir.rules import JVP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
+
+JVP.register(Conv2dBackwardInputOp, Conv2dBackwardWeightOp)(
+    lambda ctx, op, ta, tb: [bilinear_jvp(ctx, op, ta, tb)])
+
+
+@JVP.register(MaxPool2dBackwardOp, MaxPool2dJvpOp)
+def _jvp_argmax_linear(ctx: JvpContext, op: RlxOp, tx: Tensor | None,
+                       t: Tensor | None) -> list[Tensor | None]:
+    """The op applied to the tangent of its linear operand; no tangent through x."""
+    x, _ = ctx.inputs(op)
+    return [None if t is None else reemit(ctx.b, op, x, t)]
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+# conv2d_backward_input: B folded into N when w is shared, else into the channels and
+# groups (as conv2d). conv2d_backward_weight sums over N, so B can never go into N (RLX
+# panics, SPEC 6.4): B always goes into the channels and groups, giving dw [B*O, C/G, ..].
+# The max-pool ops fold B into N (a shared operand is lifted first).
+
+
+@VMAP.register(Conv2dBackwardInputOp)
+def _vmap_conv2d_backward_input(ctx: VmapContext, op: Conv2dBackwardInputOp,
+                                xs: Sequence[Tensor], batched: Sequence[bool]) -> list[Tensor]:
+    dy, w = xs
+    b_dy, b_w = batched
+    if not b_w:
+        return [emit_folded(ctx, op, ctx.fold(dy), w)]
+    dyc = batch_into_channels(ctx, ctx.lift(dy, b_dy))
+    return [batch_from_channels(ctx, emit_grouped(ctx, op, 1, dyc, ctx.fold(w)))]
+
+
+@VMAP.register(Conv2dBackwardWeightOp)
+def _vmap_conv2d_backward_weight(ctx: VmapContext, op: Conv2dBackwardWeightOp,
+                                 xs: Sequence[Tensor], batched: Sequence[bool]) -> list[Tensor]:
+    x, dy = (batch_into_channels(ctx, ctx.lift(v, f)) for v, f in zip(xs, batched, strict=True))
+    return [ctx.unfold(emit_grouped(ctx, op, 0, x, dy))]
+
+
+@VMAP.register(MaxPool2dBackwardOp, MaxPool2dJvpOp)
+def _vmap_max_pool2d_pair(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+                          batched: Sequence[bool]) -> list[Tensor]:
+    """Both operands lifted and B folded into N."""
+    return [emit_folded(ctx, op, *(ctx.fold(v) for v in ctx.lift_all(xs, batched)))]
+
+
+OPS = [Conv2dBackwardInputOp, Conv2dBackwardWeightOp, MaxPool2dBackwardOp, MaxPool2dJvpOp]
 
 
 # ---------------------------------------------------------------- LOWER rules
@@ -460,3 +582,22 @@ def _lower_max_pool2d_backward(op: MaxPool2dBackwardOp, e: Any, x: SSAValue,
     return e.generic([zdy, zbest, e.constant(tap_numbers(cfg.kernel))], [init], maps,
                      [PARALLEL] * 4 + [REDUCTION] * 2,
                      lambda s, g, b, t, acc: s.add(acc, s.select(s.cmp("eq", b, t), g, 0.0)))
+
+
+@LOWER.register(MaxPool2dJvpOp)
+def _lower_max_pool2d_jvp(op: MaxPool2dJvpOp, e: Any, x: SSAValue, tx: SSAValue) -> SSAValue:
+    """``out[n,c,y,x] = sum_{i,j} (best[n,c,y,x] == i kw + j ? txp[n,c, y sh + i, x sw + j]
+    : 0)``: the window's first-argmax tap (as in max_pool2d_backward) selects the tangent."""
+    cfg = pool2d_config(op.py_attrs())
+    out_shape = shape_of(op.result.type)
+    best = first_argmax_taps(e, x, cfg, out_shape)
+    txp = pad_hw(e, tx, cfg.padding, cfg.padding, 0.0)
+    n, c, y, xo, i, j = affine_dims(6)
+    out_map = affine_map(6, [n, c, y, xo])
+    read = affine_map(6, [n, c, window_read(y, i, cfg.stride[0], 1),
+                          window_read(xo, j, cfg.stride[1], 1)])
+    maps = [read, out_map, affine_map(6, [i, j]), out_map]
+    init = e.fill(0.0, out_shape, tx.type.element_type)  # type: ignore[attr-defined]
+    return e.generic([txp, best, e.constant(tap_numbers(cfg.kernel))], [init], maps,
+                     [PARALLEL] * 4 + [REDUCTION] * 2,
+                     lambda s, t, b, k, acc: s.add(acc, s.select(s.cmp("eq", b, k), t, 0.0)))
