@@ -1,25 +1,57 @@
 """rlx-mlir: a Python compiler for ML programs on MLIR.
 
-Build or parse an ``rlx`` module, transform it (autodiff, jvp, vmap), lower it
-through upstream MLIR and run it natively, numpy in and out::
+Trace a Python function, or build/parse an ``rlx`` module; transform it (autodiff,
+jvp, vmap); lower it through upstream MLIR and run it natively, numpy in and out::
 
     import numpy as np, rlx_mlir as rlx
-    b = rlx.Builder("f")
-    x = b.input("x", (3,))
-    b.ret(b.relu(x))
-    rlx.interpret(b.module, np.array([-1, 0, 2], np.float32))
+
+    @rlx.jit
+    def f(x):
+        return rlx.nn.relu(x).sum()
+
+    f(np.array([-1.0, 2.0], np.float32))          # 2.0, natively compiled
 """
 
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+from rlx_mlir import nn
 from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.frontend import grad, jit, trace, value_and_grad
 from rlx_mlir.interpreter import interpret
 from rlx_mlir.ir import parse, to_text, verify
 from rlx_mlir.runtime.jit import compile  # noqa: A004
 from rlx_mlir.transforms.autodiff import grad_with_loss
-from rlx_mlir.transforms.jvp import jvp
-from rlx_mlir.transforms.vmap import vmap
+
+
+def jvp(target: Any, *args: Any, **kwargs: Any) -> Any:
+    """``jvp(module, func=None, wrt=None)``: the ``--jvp`` pass (adds ``@f_jvp``);
+    ``jvp(fn, primals, tangents)``: JAX-style forward mode on a Python function."""
+    if isinstance(target, ModuleOp):
+        from rlx_mlir.transforms.jvp import jvp as jvp_pass
+
+        return jvp_pass(target, *args, **kwargs)
+    from rlx_mlir.frontend import jvp as jvp_trace
+
+    return jvp_trace(target, *args, **kwargs)
+
+
+def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
+    """``vmap(module, func, batched, size)``: the ``--vmap`` pass (adds ``@f_vmap``);
+    ``vmap(fn, in_axes=0)``: JAX-style batching of a Python function."""
+    if isinstance(target, ModuleOp):
+        from rlx_mlir.transforms.vmap import vmap as vmap_pass
+
+        return vmap_pass(target, *args, **kwargs)
+    from rlx_mlir.frontend import vmap as vmap_trace
+
+    return vmap_trace(target, *args, **kwargs)
+
 
 __all__ = [
-    "Builder", "Tensor", "RlxError", "compile", "grad_with_loss", "interpret", "jvp", "parse", "to_text", "verify", "vmap",
+    "Builder", "RlxError", "Tensor", "compile", "grad", "grad_with_loss", "interpret", "jit",
+    "jvp", "nn", "parse", "to_text", "trace", "value_and_grad", "verify", "vmap",
 ]
 __version__ = "0.1.0"

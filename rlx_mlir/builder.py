@@ -135,6 +135,98 @@ class Tensor:
         perm[-2:] = perm[-2:][::-1]
         return self.builder.transpose(self, perm=perm)
 
+    def __rpow__(self, o):
+        return self.builder.pow(self._lift(o), self)
+
+    def __rmatmul__(self, o):
+        return self.builder.matmul(self._lift(o), self)
+
+    def __abs__(self):
+        return self.builder.abs(self)
+
+    def _compare(self, other: Any, predicate: str) -> Tensor:
+        return self.builder.compare(self, self._lift(other), predicate=predicate)
+
+    def __lt__(self, o):
+        return self._compare(o, "lt")
+
+    def __le__(self, o):
+        return self._compare(o, "le")
+
+    def __gt__(self, o):
+        return self._compare(o, "gt")
+
+    def __ge__(self, o):
+        return self._compare(o, "ge")
+
+    # -- methods numpy users expect ------------------------------------------
+    def reshape(self, *shape: Any) -> Tensor:
+        dims = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return self.builder.reshape(self, dims)
+
+    def transpose(self, *perm: int) -> Tensor:
+        order = perm[0] if len(perm) == 1 and isinstance(perm[0], (tuple, list)) else perm
+        return self.builder.transpose(self, perm=list(order or range(self.ndim)[::-1]))
+
+    def astype(self, dtype: str) -> Tensor:
+        return self if dtype == self.dtype else self.builder.cast(self, dtype)
+
+    def _reduce(self, kind: str, axis: Any, keepdims: bool) -> Tensor:
+        axes = list(range(self.ndim)) if axis is None else (
+            [axis] if isinstance(axis, int) else list(axis))
+        return self.builder.emit(f"reduce_{kind}", self, axes=axes, keep_dims=keepdims)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return self._reduce("sum", axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return self._reduce("mean", axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return self._reduce("max", axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return self._reduce("min", axis, keepdims)
+
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return self._reduce("prod", axis, keepdims)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        """Integers and unit-step slices (``narrow``), ``None`` (new axis), ``...``, and
+        an integer Tensor on the leading axis (``gather``)."""
+        from rlx_mlir.frontend.indexing import getitem
+
+        return getitem(self, index)
+
+    # -- what tracing cannot do -------------------------------------------------
+    def __bool__(self):
+        raise RlxError(
+            "data-dependent Python control flow on a traced value: the value is not known "
+            "while tracing; use rlx_mlir.nn.where or Builder.cond/while_loop instead",
+            loc=loc_from_attr(_user_location()))
+
+    def __float__(self):
+        raise RlxError("cannot convert a traced value to a Python number while tracing",
+                       loc=loc_from_attr(_user_location()))
+
+    __int__ = __float__
+    __index__ = __float__
+
+    def __iter__(self):
+        raise RlxError("cannot iterate over a traced value; index it or use a scan",
+                       loc=loc_from_attr(_user_location()))
+
+    def __array__(self, *args: Any, **kwargs: Any):
+        raise RlxError("cannot convert a traced value to a numpy array while tracing",
+                       loc=loc_from_attr(_user_location()))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise RlxError("len() of a rank-0 tensor", loc=loc_from_attr(_user_location()))
+        return self.shape[0]
+
+    __hash__ = object.__hash__
+
 
 class Builder:
     """Builds one ``func.func`` (``name``) into ``module`` (a new one by default)."""

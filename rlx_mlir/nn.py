@@ -1,0 +1,130 @@
+"""Neural-network functions for traced code (``rlx_mlir.jit`` and friends).
+
+>>> import rlx_mlir as rlx
+>>> @rlx.jit
+... def mlp(params, x):
+...     h = rlx.nn.relu(x @ params["w1"] + params["b1"])
+...     return rlx.nn.softmax(h @ params["w2"])
+
+Each function emits the matching ``rlx`` op into the trace its arguments belong to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rlx_mlir.builder import Tensor
+
+
+def _b(x: Tensor):
+    return x.builder
+
+
+def relu(x: Tensor) -> Tensor:
+    return _b(x).relu(x)
+
+
+def gelu(x: Tensor, approximate: bool = False) -> Tensor:
+    return _b(x).gelu_approx(x) if approximate else _b(x).gelu(x)
+
+
+def silu(x: Tensor) -> Tensor:
+    return _b(x).silu(x)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return _b(x).sigmoid(x)
+
+
+def tanh(x: Tensor) -> Tensor:
+    return _b(x).tanh(x)
+
+
+def exp(x: Tensor) -> Tensor:
+    return _b(x).exp(x)
+
+
+def log(x: Tensor) -> Tensor:
+    return _b(x).log(x)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return _b(x).sqrt(x)
+
+
+def softmax(x: Tensor, axis: int = -1) -> Tensor:
+    return _b(x).softmax(x, axis=axis)
+
+
+def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+    return _b(x).log_softmax(x, axis=axis)
+
+
+def where(cond: Tensor, x: Tensor, y: Tensor | float) -> Tensor:
+    return _b(cond).where(cond, x, x._lift(y) if not isinstance(y, Tensor) else y)
+
+
+def maximum(x: Tensor, y: Tensor | float) -> Tensor:
+    return _b(x).max(x, x._lift(y))
+
+
+def minimum(x: Tensor, y: Tensor | float) -> Tensor:
+    return _b(x).min(x, x._lift(y))
+
+
+def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
+    return _b(xs[0]).concat(*xs, axis=axis)
+
+
+def stop_gradient(x: Tensor) -> Tensor:
+    return _b(x).stop_gradient(x)
+
+
+def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
+    return _b(x).layer_norm(x, gamma, beta, eps=eps)
+
+
+def rms_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float = 1e-6) -> Tensor:
+    return _b(x).rms_norm(x, gamma, beta, eps=eps)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, num_heads: int, mask: Tensor | None = None,
+              mask_kind: str = "none", num_kv_heads: int | None = None, window: int | None = None,
+              score_scale: float | None = None, softcap: float | None = None) -> Tensor:
+    """Multi-head attention on ``[B, S, H*D]`` (see ``rlx.attention``)."""
+    return _b(q).attention(q, k, v, mask, num_heads=num_heads, num_kv_heads=num_kv_heads,
+                           head_dim=q.shape[-1] // num_heads, mask_kind=mask_kind,
+                           window=window, score_scale=score_scale, softcap=softcap)
+
+
+def conv2d(x: Tensor, w: Tensor, bias: Tensor | None = None, stride=(1, 1), padding=(0, 0),
+           dilation=(1, 1), groups: int = 1) -> Tensor:
+    return _b(x).conv2d(x, w, bias, stride=list(stride), padding=list(padding),
+                        dilation=list(dilation), groups=groups)
+
+
+def max_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
+    return _b(x).max_pool2d(x, kernel=list(kernel), stride=list(stride or kernel),
+                            padding=list(padding))
+
+
+def avg_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
+    return _b(x).avg_pool2d(x, kernel=list(kernel), stride=list(stride or kernel),
+                            padding=list(padding))
+
+
+def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean") -> Tensor:
+    """Softmax cross-entropy of ``[N, C]`` logits and integer labels ``[N]``."""
+    per_row = _b(logits).softmax_cross_entropy(logits, labels)
+    reductions = {"none": lambda t: t, "mean": lambda t: t.mean(), "sum": lambda t: t.sum()}
+    if reduction not in reductions:
+        raise ValueError(f"reduction must be one of {', '.join(reductions)}")
+    return reductions[reduction](per_row)
+
+
+def rope(x: Tensor, cos: Tensor, sin: Tensor, head_dim: int, n_rot: int | None = None) -> Tensor:
+    return _b(x).rope(x, cos, sin, head_dim=head_dim, n_rot=n_rot)
+
+
+def embedding(table: Tensor, ids: Tensor) -> Tensor:
+    return _b(table).gather(table, ids, axis=0)
