@@ -45,11 +45,19 @@ def failures(cells: list[dict]) -> list[str]:
         if "phase" in spec:
             where += f" / {spec['phase']}"
         if cell["status"] != "ok":
-            lines.append(f"{where}: {cell['error']}")
+            lines.append(f"{where}: {cell['error']}{_signal_hint(cell['error'])}")
             continue
         lines += [f"{where} / {c['case']}: {c['error']}" for c in cell["cases"]
                   if c["status"] != "ok"]
     return lines
+
+
+def _signal_hint(error: str) -> str:
+    if "exit code -9" in error:
+        return " (SIGKILL: most likely the out-of-memory killer)"
+    if "exit code -6" in error:
+        return " (SIGABRT: an assertion in native code)"
+    return ""
 
 
 def row_keys(cells: list[dict], workload: str) -> list[tuple[str, int]]:
@@ -173,8 +181,14 @@ def library_versions(cells: list[dict]) -> dict[str, Any]:
 # ---------------------------------------------------------------- tables
 
 
+def fmt_ms(ms: float) -> str:
+    """Three significant digits, no exponent: 0.0123, 1.23, 12.3, 1234."""
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.3g}"
+
+
 def fmt_time(entry: dict) -> str:
-    return f"{entry['median_ms']:.3g} ({entry['min_ms']:.3g}–{entry['max_ms']:.3g})"
+    return (f"{fmt_ms(entry['median_ms'])} ({fmt_ms(entry['min_ms'])}–"
+            f"{fmt_ms(entry['max_ms'])})")
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -263,7 +277,10 @@ def compile_table(cells: list[dict]) -> str:
     rows = []
     for model in ("mlp", "transformer", "llama"):
         found = ok_cases(cells, model)
-        rows.append([model, *_rlx_compile_cells(rlx.get((model, "cold")), rlx.get((model, "disk"))),
+        rlx_cells = _rlx_compile_cells(rlx.get((model, "cold")), rlx.get((model, "disk")))
+        if rlx_cells[0] == "—":
+            rlx_cells[0] = _prepare_fallback(found, model)
+        rows.append([model, *rlx_cells,
                      _first_call(found, model, "jax"), _first_call(found, model, "torch_compile")])
     header = ["model", "rlx cold total s", "grad / lower / codegen / 1st call s",
               "rlx warm (memory) ms", "rlx warm (disk) s", "jax jit s", "torch.compile s"]
@@ -282,6 +299,14 @@ def _rlx_compile_cells(cold: dict | None, disk: dict | None) -> list[str]:
     hit = "" if cold.get("memory_hit_same_engine") else " (cache miss)"
     return [f"{cold['total_s']:.2f}", parts, f"{cold['memory_hit_s'] * 1e3:.3f}{hit}",
             disk_text]
+
+
+def _prepare_fallback(found: dict, model: str) -> str:
+    """rlx's compile inside its model cell (fresh cache dir) when the compile cell failed."""
+    entries = sorted((t, v) for (c, t, p), v in found.items() if c == model and p == "rlx")
+    if not entries:
+        return "—"
+    return f"{entries[0][1]['prepare_ms'] / 1e3:.2f} (model cell t={entries[0][0]})"
 
 
 def _first_call(found: dict, model: str, peer: str) -> str:

@@ -44,7 +44,8 @@ WORKLOAD_DETAILS = {
 
 def render_markdown(data: dict[str, Any]) -> str:
     """The whole report."""
-    parts = [_header(data), _machine(data), _method(data)]
+    parts = [_header(data), _caveat(data), _machine(data), _method(data)]
+    parts = [p for p in parts if p]
     cells = data["cells"]
     for workload in ("gemm", "mlp", "transformer", "llama"):
         if any(c["spec"]["workload"] == workload for c in cells):
@@ -64,6 +65,19 @@ def _header(data: dict[str, Any]) -> str:
             f"`bench` extra). This run: `{meta['command']}`. Raw results: "
             "`bench/results.json`; figure: [benchmarks.png](benchmarks.png).\n\n"
             "![benchmarks](benchmarks.png)")
+
+
+def _caveat(data: dict[str, Any]) -> str:
+    """A warning when the machine was busy: timings are then upper bounds."""
+    load = max((data["meta"].get("load_average_start") or [0])[0],
+               (data["meta"].get("load_average_end") or [0])[0])
+    cores = data["meta"]["physical_cores"] or 1
+    if load <= cores:
+        return ""
+    return (f"> **Caveat:** the 1-minute load average reached {load:.1f} on {cores} cores "
+            "during this run (other jobs share the machine), so every peer got a fraction of "
+            "a core (see the threads table) and 2-thread cells suffer most "
+            "(oversubscribed BLAS threads). Compare peers within a row, not across runs.")
 
 
 def _machine(data: dict[str, Any]) -> str:
@@ -164,18 +178,32 @@ def _fingerprint_note(cells: list[dict]) -> str:
 
 def _threads_section(data: dict[str, Any]) -> str:
     cells = data["cells"]
-    rlx_lib = next((c["library"] for c in cells if c["spec"]["peer"] == "rlx"
-                    and c["status"] == "ok"), None)
-    knob = "not run"
-    if rlx_lib is not None:
-        knob = ("read by the runtime" if rlx_lib.get("runtime_reads_RLX_NUM_THREADS")
-                else "**ignored**: no rlx_mlir source reads it (the runtime runs on the "
-                     "calling thread), so rlx's 1- and 2-thread cells run the same code")
     return "\n\n".join([
         "## Threads actually used",
         "CPU time / wall time of the timed loop (max over a cell's cases): ~1.0 is one "
-        "busy core, ~2.0 two. `RLX_NUM_THREADS` was set for every rlx cell; it is " + knob
-        + ".", util_table(cells)])
+        "busy core, ~2.0 two; well below 1 means the process waited for a core (the "
+        "machine's load average is in the machine table). " + _rlx_threads_note(cells),
+        util_table(cells)])
+
+
+def _rlx_threads_note(cells: list[dict]) -> str:
+    """What the runtime did with RLX_NUM_THREADS, per rlx cell."""
+    reads = {(c["spec"]["workload"], c["spec"]["threads"]):
+             c["library"].get("runtime_reads_RLX_NUM_THREADS")
+             for c in cells if c["spec"]["peer"] == "rlx" and c["status"] == "ok"}
+    if not reads:
+        return ""
+    if all(reads.values()):
+        return "`RLX_NUM_THREADS` was set for every rlx cell and rlx_mlir reads it."
+    if not any(reads.values()):
+        return ("`RLX_NUM_THREADS` was set for every rlx cell but is **ignored**: no rlx_mlir "
+                "source reads it (the runtime runs on the calling thread), so rlx's 1- and "
+                "2-thread cells run the same code.")
+    ignored = ", ".join(f"{w} t={t}" for (w, t), r in reads.items() if not r)
+    used = ", ".join(f"{w} t={t}" for (w, t), r in reads.items() if r)
+    return ("`RLX_NUM_THREADS` was set for every rlx cell; rlx_mlir's sources changed during "
+            f"the run (see `compiler_fingerprint` in results.json): it was ignored by {ignored} "
+            f"and read (by the new schedule stage) in {used}.")
 
 
 def _checks_section(data: dict[str, Any]) -> str:

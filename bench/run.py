@@ -46,6 +46,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", default=str(BENCH_DIR / "results.json"),
                         help="raw results path")
     parser.add_argument("--docs", default=str(ROOT / "docs"), help="where the report goes")
+    parser.add_argument("--from-json", default=None,
+                        help="re-render the report from saved results instead of running")
     args = parser.parse_args(argv)
     args.only = _split(args.only, WORKLOADS, "workload")
     args.peers = _split(args.peers, PEERS, "peer")
@@ -165,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from report import build_report, check_models, machine_info, print_summary
 
+    if args.from_json:
+        data = json.loads(pathlib.Path(args.from_json).read_text())
+        print_summary(data)
+        build_report(data, pathlib.Path(args.docs))
+        return 0
     started, load_start = time.time(), [round(x, 2) for x in os.getloadavg()]
     cells = run_all(args)
     checks = check_models(cells, MODELS)

@@ -318,6 +318,76 @@ def _vjp_cumsum(ctx: VjpContext, op: CumsumOp, g: Tensor) -> list[Tensor | None]
                        exclusive=bool(op.attr("exclusive", False)) or None, out=[x.type])]
 
 
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# reduce_sum, reduce_mean and cumsum are linear; matmul is bilinear; max/min take the
+# tangent at the extreme; prod is ``y * sum(t / x)``.
+
+from rlx_mlir.dialects.shape import linear  # noqa: E402
+from rlx_mlir.rules import JVP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
+
+JVP.register(ReduceSumOp, ReduceMeanOp, CumsumOp)(linear)
+
+
+@JVP.register(MatmulOp)
+def _jvp_matmul(ctx: JvpContext, op: MatmulOp, ta: Tensor | None,
+                tb: Tensor | None) -> list[Tensor | None]:
+    """``ta @ b + a @ tb``: each term already has the result's broadcast batch shape."""
+    a, b = ctx.inputs(op)
+    return [ctx.add(None if ta is None else ta @ b, None if tb is None else a @ tb)]
+
+
+def _reduce_sum_like(ctx: JvpContext, op: ReduceOp, x: Tensor) -> Tensor:
+    """``x`` summed over ``op``'s axes with its keep_dims: a tensor of op's result shape."""
+    return ctx.b.reduce_sum(x, axes=list(op.reduced_axes()),
+                            keep_dims=bool(op.attr("keep_dims", False)) or None)
+
+
+@JVP.register(ReduceMaxOp, ReduceMinOp)
+def _jvp_reduce_extreme(ctx: JvpContext, op: ReduceOp, t: Tensor) -> list[Tensor | None]:
+    """The mean of ``t`` over the elements equal to the extreme. With a unique extreme
+    (almost everywhere) that is the derivative; at a tie, where max is not differentiable,
+    it is the average of the tied tangents (the VJP instead gives every tied element the
+    full cotangent, SPEC 9.27). An empty or all-NaN reduction gets tangent 0."""
+    x, axes, keep = _reduce_parts(ctx, op)
+    (y,) = ctx.outputs(op)
+    kept = [1 if i in axes else d for i, d in enumerate(x.shape)]
+    hit = ctx.b.compare(x, y if keep else ctx.b.reshape(y, kept), predicate="eq")
+    zero, one = ctx.zeros((), t.dtype), ctx.b.full((), 1.0, t.dtype)
+    count = _reduce_sum_like(ctx, op, ctx.b.where(hit, one, zero))
+    total = _reduce_sum_like(ctx, op, ctx.b.where(hit, t, zero))
+    return [total / ctx.b.max(count, one)]
+
+
+@JVP.register(ReduceProdOp)
+def _jvp_reduce_prod(ctx: JvpContext, op: ReduceOp, t: Tensor) -> list[Tensor | None]:
+    """``y * sum(t / x)`` (as the VJP's ``g y / x``: not defined where an x is 0)."""
+    (x,) = ctx.inputs(op)
+    (y,) = ctx.outputs(op)
+    return [_reduce_sum_like(ctx, op, t / x) * y]
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+# matmul broadcasts its batch dims: a batched operand is padded with 1s after its B axis
+# to the result's rank (ctx.elementwise), so B lines up and a shared operand is never
+# copied. Axis attributes are normalised before the shift (SPEC 9.8).
+
+VMAP.register(MatmulOp)(lambda ctx, op, xs, batched: ctx.elementwise(op, xs, batched))
+
+
+@VMAP.register(*REDUCE_OPS.values())
+def _vmap_reduce(ctx: VmapContext, op: ReduceOp, xs, batched) -> list[Tensor]:
+    return ctx.emit_like(op, xs, axes=[a + 1 for a in op.reduced_axes()])
+
+
+@VMAP.register(CumsumOp)
+def _vmap_cumsum(ctx: VmapContext, op: CumsumOp, xs, batched) -> list[Tensor]:
+    return ctx.emit_like(op, xs, axis=ctx.shift_axis(op.attr("axis", -1), xs[0].ndim - 1))
+
+
 OPS = [MatmulOp, *REDUCE_OPS.values(), CumsumOp]
 
 

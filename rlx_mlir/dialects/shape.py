@@ -476,6 +476,161 @@ def _vjp_scatter_add(ctx: VjpContext, op: ScatterAddOp, g: Tensor) -> list[Tenso
     return [ctx.b.where(mask, gathered, ctx.zeros((), g.dtype)), None]
 
 
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# Data movement is linear: the op re-emitted on the tangents. gather and scatter_add are
+# linear in their data operand (table, updates) and re-use the primal indices, which
+# get no tangent (even when f32-encoded).
+
+from rlx_mlir.rules import JVP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Builder
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
+
+
+def linear(ctx: JvpContext, op: RlxOp, *tangents: Tensor | None) -> list[Tensor | None]:
+    """``rlx_mlir.transforms.jvp.linear_jvp`` (imported late: the transforms import the
+    dialects)."""
+    from rlx_mlir.transforms.jvp import linear_jvp
+
+    return linear_jvp(ctx, op, *tangents)
+
+
+def reemit(b: Builder, op: RlxOp, *operands: Tensor, shape: Sequence[int] | None = None,
+           **attrs: object) -> Tensor:
+    """``op`` again on ``operands`` (attributes overridden by ``attrs``); its one result
+    has ``shape`` (default: the op's result shape) and the op's dtype."""
+    result = op.results[0].type
+    out = tensor(shape if shape is not None else shape_of(result), dtype_of(result))
+    return b.emit(op.name.removeprefix("rlx."), *operands, out=[out],  # type: ignore[return-value]
+                  **{**op.py_attrs(), **attrs})
+
+
+def linear_in_data(ctx: JvpContext, op: RlxOp, t: Tensor | None,
+                   *index_tangents: Tensor | None) -> list[Tensor | None]:
+    """JVP of an op linear in operand 0 whose other operands are indices (gather,
+    scatter_add, gather_backward): the op on the tangent with the same indices."""
+    return [None if t is None else reemit(ctx.b, op, t, *ctx.inputs(op)[1:])]
+
+
+JVP.register(ReshapeOp, TransposeOp, ExpandOp, ConcatOp, NarrowOp)(linear)
+JVP.register(GatherOp, ScatterAddOp)(linear_in_data)
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+# Axes are normalised before the shift (SPEC 9.8). Batched indices (SPEC 9.18) are handled
+# by folding B into the indexed axis: the table (or the output) becomes
+# ``s[:axis] + [B * s[axis]] + s[axis+1:]`` and batch element b's indices are offset by
+# ``b * s[axis]`` after gather's own clamping (or scatter's dropping) is applied per element.
+
+
+def move_axis(b: Builder, x: Tensor, src: int, dst: int) -> Tensor:
+    """``x`` with axis ``src`` moved to position ``dst`` (np.moveaxis)."""
+    if src == dst:
+        return x
+    perm = list(range(x.ndim))
+    perm.insert(dst, perm.pop(src))
+    return b.transpose(x, perm=perm)
+
+
+def fold_batch(b: Builder, x: Tensor, axis: int) -> Tensor:
+    """``[B, *s] -> s[:axis] + [B * s[axis]] + s[axis+1:]`` (B major in the folded axis)."""
+    moved = move_axis(b, x, 0, axis)
+    s = moved.shape
+    return b.reshape(moved, (*s[:axis], s[axis] * s[axis + 1], *s[axis + 2:]))
+
+
+def unfold_batch(b: Builder, x: Tensor, axis: int, size: int) -> Tensor:
+    """Inverse of :func:`fold_batch`: ``s[:axis] + [B * n] + ... -> [B, *s]``."""
+    s = x.shape
+    split = b.reshape(x, (*s[:axis], size, s[axis] // size, *s[axis + 1:]))
+    return move_axis(b, split, axis, 0)
+
+
+def batch_offsets(ctx: VmapContext, extent: int, rank: int) -> Tensor:
+    """The i64 constant ``b * extent`` of shape ``[B, 1 (x rank-1)]``."""
+    offsets = np.arange(ctx.size, dtype=np.int64) * extent
+    return ctx.b.constant(offsets.reshape((ctx.size,) + (1,) * (rank - 1)))
+
+
+def gather_rows(ctx: VmapContext, indices: Tensor, extent: int) -> Tensor:
+    """Batched gather indices ``[B, *I]`` as i64 rows of a table folded by :func:`fold_batch`:
+    each read exactly as ``rlx.gather`` reads it (gathering from ``arange(extent)`` applies
+    its truncation and clamping), then offset by ``b * extent``."""
+    iota = ctx.b.constant(np.arange(extent, dtype=np.int64))
+    return ctx.b.gather(iota, indices, axis=0) + batch_offsets(ctx, extent, indices.ndim)
+
+
+def scatter_rows(ctx: VmapContext, indices: Tensor, extent: int) -> Tensor:
+    """Batched scatter indices ``[B, n]`` as the flat i64 rows ``[B * n]`` of an output
+    folded by :func:`fold_batch`: in-range ones offset by ``b * extent``, the others -1
+    (dropped). ``trunc(i)`` is in ``[0, extent)`` iff ``-1 < i < extent`` (NaN: false)."""
+    b = ctx.b
+    above = b.compare(indices, b.full((), -1, indices.dtype), predicate="gt")
+    below = b.compare(indices, b.full((), extent, indices.dtype), predicate="lt")
+    rows = b.where(b.where(above, below, above), gather_rows(ctx, indices, extent),
+                   b.full((), -1, "i64"))
+    return b.reshape(rows, (rows.shape[0] * rows.shape[1],))
+
+
+@VMAP.register(ReshapeOp)
+def _vmap_reshape(ctx: VmapContext, op: ReshapeOp, xs, batched) -> list[Tensor]:
+    return ctx.emit_like(op, xs, out_shapes=[shape_of(op.result.type)])
+
+
+@VMAP.register(ExpandOp)
+def _vmap_expand(ctx: VmapContext, op: ExpandOp, xs, batched) -> list[Tensor]:
+    """Target ``[B, *target]``; x is first padded to the target's rank after its B axis."""
+    target = shape_of(op.result.type)
+    return ctx.emit_like(op, [ctx.align(xs[0], True, len(target))], out_shapes=[target])
+
+
+@VMAP.register(TransposeOp)
+def _vmap_transpose(ctx: VmapContext, op: TransposeOp, xs, batched) -> list[Tensor]:
+    perm = norm_perm(op.attr("perm"), xs[0].ndim - 1)
+    return ctx.emit_like(op, xs, perm=[0, *(p + 1 for p in perm)])
+
+
+@VMAP.register(ConcatOp, NarrowOp)
+def _vmap_axis_op(ctx: VmapContext, op: RlxOp, xs, batched) -> list[Tensor]:
+    """Shift the (normalised) axis; shared concat operands are lifted."""
+    rank = len(shape_of(op.results[0].type))
+    return ctx.emit_like(op, ctx.lift_all(xs, batched),
+                         axis=ctx.shift_axis(op.attr("axis"), rank))
+
+
+@VMAP.register(GatherOp)
+def _vmap_gather(ctx: VmapContext, op: GatherOp, xs, batched) -> list[Tensor]:
+    """Shared indices: gather at ``axis + 1``. Shared table: the batched indices give
+    ``t[:axis] + [B, *I] + ...``, B moved to the front. Both: fold B into the table's axis."""
+    table, indices = xs
+    axis = norm_axis(op.attr("axis", 0), len(shape_of(op.table.type)))
+    if not batched[1]:
+        return ctx.emit_like(op, xs, axis=axis + 1)
+    if batched[0]:
+        indices = gather_rows(ctx, indices, table.shape[axis + 1])
+        table = fold_batch(ctx.b, table, axis)
+    return [move_axis(ctx.b, ctx.b.gather(table, indices, axis=axis), axis, 0)]
+
+
+@VMAP.register(ScatterAddOp)
+def _vmap_scatter_add(ctx: VmapContext, op: ScatterAddOp, xs, batched) -> list[Tensor]:
+    """Shared indices: scatter at ``axis + 1``. Batched indices: updates lifted and folded,
+    indices offset into an output of extent ``B * extent`` along the axis, unfolded."""
+    updates, indices = xs
+    out = shape_of(op.result.type)
+    axis = norm_axis(op.attr("axis", 0), len(out))
+    if not batched[1]:
+        return ctx.emit_like(op, xs, out_shapes=[out], axis=axis + 1)
+    if out[axis] == 0:  # every index is out of range
+        return [ctx.b.full((ctx.size, *out), 0, dtype_of(op.result.type))]
+    folded = fold_batch(ctx.b, ctx.lift(updates, batched[0]), axis)
+    rows = scatter_rows(ctx, indices, out[axis])
+    summed = ctx.b.scatter_add(folded, rows, ctx.size * out[axis], axis=axis)
+    return [unfold_batch(ctx.b, summed, axis, ctx.size)]
+
+
 OPS = [ReshapeOp, TransposeOp, ExpandOp, ConcatOp, NarrowOp, GatherOp, ScatterAddOp]
 
 

@@ -60,7 +60,7 @@ def _shape(value) -> list[int] | None:
     from mlir import ir
 
     t = value.type
-    if ir.RankedTensorType.isinstance(t):
+    if isinstance(t, ir.RankedTensorType):
         rt = ir.RankedTensorType(t)
         if not rt.has_static_shape:
             return None
@@ -103,7 +103,7 @@ def _loop_info(op) -> OpInfo | None:
         ranges: list[int | None] = [None] * len(its)
         for amap, shape in zip(maps, shapes, strict=True):
             for expr, size in zip(amap.results, shape, strict=True):
-                if ir.AffineDimExpr.isinstance(expr):
+                if isinstance(expr, ir.AffineDimExpr):
                     pos = ir.AffineDimExpr(expr).position
                     if ranges[pos] is None:
                         ranges[pos] = size
@@ -151,7 +151,8 @@ def _vec_size(n: int) -> int | None:
 # ---------------------------------------------------------------- schedule fragments
 
 
-def _match(i: int, opname: str, into: str = "%op") -> str:
+def _match(i: int, opname: str, into: str | None = None) -> str:
+    into = into or f"%op{i}"
     return (f"    {into} = transform.structured.match ops{{[\"{opname}\"]}} "
             f"attributes{{{ATTR} = {i} : i64}} in %root "
             f": (!transform.any_op) -> !transform.any_op\n")
@@ -184,32 +185,40 @@ def _generic_fragment(i: int, info: OpInfo) -> str | None:
     # an outer dim of extent 1 needs no loop
     sizes = [0 if (s == 1 and r == 1) else s for s, r in zip(sizes, info.ranges, strict=True)]
     text = _match(i, info.name)
-    text += _tile_for("%op", sizes, f"%t{i}")
+    text += _tile_for(f"%op{i}", sizes, f"%t{i}")
     text += f"    transform.structured.vectorize %t{i} : !transform.any_op\n"
     return text
 
 
 def _batch_matmul_fragment(i: int, info: OpInfo) -> str:
     b, m, n, k = info.ranges
-    mr = min(MR if n >= 32 else 8, m)
-    nr = min(NR if n >= 64 else 32 if n >= 32 else 16, n)
+    nr = n if n <= NR else _divisor_at_most(n, NR)
+    mr = _divisor_at_most(m, MR if nr >= 64 else 8)
     text = _match(i, info.name)
     sizes = [1 if b > 1 else 0, mr if mr < m else 0, nr if nr < n else 0, 0]
-    text += _tile_for("%op", sizes, f"%a{i}")
+    text += _tile_for(f"%op{i}", sizes, f"%a{i}")
     text += _tile_for(f"%a{i}", [0, 0, 0, 1], f"%t{i}")
-    text += (f"    transform.structured.vectorize %t{i} vector_sizes [1, {mr}, {nr}, 1] "
+    text += (f"    transform.structured.vectorize %t{i} "
              f"{{create_named_contraction}} : !transform.any_op\n")
     return text
 
 
-def _small_matmul_fragment(i: int, info: OpInfo) -> str:
+def _divisor_at_most(n: int, limit: int) -> int:
+    return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
+
+
+def _small_matmul_fragment(i: int, info: OpInfo, handle: str | None = None,
+                           tag: str = "") -> str:
+    """Register tiles that divide the shape + vectorized contraction, no packing (small
+    matmuls and split-off remainders; static tiles, so no masking)."""
     m, n, k = info.ranges
-    mr = min(MR if n >= 64 else 8, m)
-    nr = min(NR if n >= 64 else 32 if n >= 32 else 16, n)
-    text = _match(i, info.name)
-    text += _tile_for("%op", [mr if mr < m else 0, nr if nr < n else 0, 0], f"%a{i}")
-    text += _tile_for(f"%a{i}", [0, 0, 1], f"%t{i}")
-    text += (f"    transform.structured.vectorize %t{i} vector_sizes [{mr}, {nr}, 1] "
+    nr = n if n <= NR else _divisor_at_most(n, NR)
+    mr = _divisor_at_most(m, MR if nr >= 64 else 8)
+    text = "" if handle else _match(i, info.name)
+    handle = handle or f"%op{i}"
+    text += _tile_for(handle, [mr if mr < m else 0, nr if nr < n else 0, 0], f"%a{i}{tag}")
+    text += _tile_for(f"%a{i}{tag}", [0, 0, 1], f"%t{i}{tag}")
+    text += (f"    transform.structured.vectorize %t{i}{tag} "
              f"{{create_named_contraction}} : !transform.any_op\n")
     return text
 
@@ -218,66 +227,132 @@ def _round_up(x: int, m: int) -> int:
     return (x + m - 1) // m * m
 
 
-def _packed_matmul_fragment(i: int, info: OpInfo, threads: int) -> str:
-    """CODEGEN.md §1a: cache tiles, register tile, packed A/B panels via pad + hoist_pad."""
-    m, n, k = info.ranges
+def _largest_divisor(n: int, step: int, limit: int) -> int:
+    """The largest multiple of ``step`` that divides ``n`` and is at most ``limit``."""
+    best = step
+    for c in range(step, min(n, limit) + 1, step):
+        if n % c == 0:
+            best = c
+    return best
+
+
+def _split(handle: str, at: int, dim: int, main: str, rest: str) -> str:
+    return (f"    {main}_s = transform.structured.split {handle} after {at} "
+            f"{{ dimension = {dim} }} : !transform.any_op\n"
+            f"    {main}, {rest} = transform.split_handle {main}_s "
+            f": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
+
+
+def packed_matmul_plan(m: int, n: int, k: int, threads: int) -> dict[str, int] | None:
+    """Tile sizes of the packed schedule for an M x N x K matmul (None: not applicable)."""
     nr = NR if n >= NR else 32 if n >= 32 else 16
     mr = MR if nr == 64 else 8
-    kc = min(KC, k)
-    nc = min(NC, _round_up(n, nr))
-    mc = min(MC, _round_up(m, mr))
-    text = _match(i, info.name, "%mm")
-    target = "%mm"
+    n_main, m_main = n // nr * nr, m // mr * mr
+    if n_main == 0 or m_main == 0:
+        return None
+    kc = k if k <= 512 else _largest_divisor(k, 1, 512)
+    if kc < 64:
+        kc = k
+    nc = _largest_divisor(n_main, nr, NC)
+    mc = _largest_divisor(m_main, mr, MC)
+    fdim, per = -1, 0
     if threads > 1 and 2 * m * n * k >= THREAD_MIN_FLOPS:
-        # split the bigger of N (in NC blocks) or M (in MC blocks) across the threads;
-        # never leave a unit-trip forall dim (CODEGEN pitfall iv)
-        if n >= threads * nc:
-            per = _round_up(-(-n // threads), nc)
-            fsizes = [0, per]
-        else:
-            per = _round_up(-(-m // threads), mc)
-            fsizes = [per, 0]
-        if max(fsizes) < max(m if fsizes[0] else 0, n if fsizes[1] else 0):
-            text += (f"    %fa{i}, %fl{i} = transform.structured.tile_using_forall %mm "
-                     f"tile_sizes {fsizes} : (!transform.any_op) -> "
-                     f"(!transform.any_op, !transform.any_op)\n")
-            target = f"%fa{i}"
-    text += _tile_for(target, [0, nc if nc < n else 0, kc if kc < k else 0], f"%c{i}",
-                      interchange=[1, 2, 0] if (nc < n and kc < k) else None)
-    text += _tile_for(f"%c{i}", [mc if mc < m else 0, 0, 0], f"%d{i}")
-    text += _tile_for(f"%d{i}", [mr, nr, 0], f"%e{i}")
-    a_loops = 1 if mr < m else 0
-    b_loops = sum(1 for s in (nc < n, kc < k) if s) + (1 if mc < m else 0) + (1 if mr < m else 0)
+        if n_main % (threads * nc) == 0:
+            fdim, per = 1, n_main // threads
+        elif m_main % (threads * mc) == 0:
+            fdim, per = 0, m_main // threads
+    return dict(mr=mr, nr=nr, kc=kc, nc=nc, mc=mc, n_main=n_main, m_main=m_main,
+                fdim=fdim, per=per)
+
+
+def _packed_matmul_fragment(i: int, info: OpInfo, threads: int) -> str | None:
+    """CODEGEN.md §1a: cache tiles, register tile, packed A/B panels via pad + hoist_pad.
+
+    M and N remainders (not multiples of MR / NR) are split off and get the small schedule;
+    the main part is a multiple of the tiles, so every packed panel is static."""
+    m, n, k = info.ranges
+    p = packed_matmul_plan(m, n, k, threads)
+    if p is None:
+        return None
+    mr, nr, kc, nc, mc = p["mr"], p["nr"], p["kc"], p["nc"], p["mc"]
+    n_main, m_main = p["n_main"], p["m_main"]
+    text = _match(i, info.name, f"%mm{i}")
+    main = f"%mm{i}"
+    if n_main < n:
+        text += _split(main, n_main, 1, f"%sn{i}", f"%rn{i}")
+        text += _small_matmul_fragment(i, OpInfo(info.name, [m, n - n_main, k], []),
+                                       f"%rn{i}", "n")
+        main = f"%sn{i}"
+    if m_main < m:
+        text += _split(main, m_main, 0, f"%sm{i}", f"%rm{i}")
+        text += _small_matmul_fragment(i, OpInfo(info.name, [m - m_main, n_main, k], []),
+                                       f"%rm{i}", "m")
+        main = f"%sm{i}"
+    if p["fdim"] >= 0:
+        fsizes = [p["per"], 0] if p["fdim"] == 0 else [0, p["per"]]
+        text += (f"    %fa{i}, %fl{i} = transform.structured.tile_using_forall {main} "
+                 f"tile_sizes {fsizes} : (!transform.any_op) -> "
+                 f"(!transform.any_op, !transform.any_op)\n")
+        main = f"%fa{i}"
+        n_part = p["per"] if p["fdim"] == 1 else n_main
+        m_part = p["per"] if p["fdim"] == 0 else m_main
+    else:
+        n_part, m_part = n_main, m_main
+    tile_n, tile_k, tile_m = nc < n_part, kc < k, mc < m_part
+    text += _tile_for(main, [0, nc if tile_n else 0, kc if tile_k else 0], f"%c{i}",
+                      interchange=[1, 2, 0] if (tile_n and tile_k) else None)
+    text += _tile_for(f"%c{i}", [mc if tile_m else 0, 0, 0], f"%d{i}")
+    text += _tile_for(f"%d{i}", [mr if mr < m_part else 0, nr if nr < n_part else 0, 0], f"%e{i}")
+    # loops around the micro tile, inner to outer: n_r, m_r, m_c (then k_c, n_c): the B panel
+    # is hoisted out of the first three, the A panel out of n_r
+    # (no n_r loop: B is one panel already and A is read once; nothing to pack)
+    a_loops = 1 if nr < n_part else 0
+    b_loops = sum(1 for s in (nr < n_part, mr < m_part, tile_m) if s) if a_loops else 0
+    nofold = 1 if a_loops else 0
     text += f"""    %p{i}, %pad{i}, %cp{i} = transform.structured.pad %e{i} {{
         padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
-        nofold_flags = [1, 1, 0], copy_back_op = "none"}}
+        nofold_flags = [{nofold}, {nofold}, 0], copy_back_op = "none"}}
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     %pB{i} = transform.get_producer_of_operand %p{i}[1] : (!transform.any_op) -> !transform.any_op
     %pA{i} = transform.get_producer_of_operand %p{i}[0] : (!transform.any_op) -> !transform.any_op
     %f{i} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %f{i} {{ transform.apply_patterns.canonicalization }} : !transform.any_op
 """
-    kb = min(kc, k)
     if b_loops:
-        text += (f"    %hB{i} = transform.structured.hoist_pad %pB{i} by {min(b_loops, 3)} loops "
+        text += (f"    %hB{i} = transform.structured.hoist_pad %pB{i} by {b_loops} loops "
                  f": (!transform.any_op) -> !transform.any_op\n"
-                 f"    transform.structured.vectorize %hB{i} vector_sizes [{kb}, {nr}] "
+                 f"    transform.structured.vectorize %hB{i} vector_sizes [{kc}, {nr}] "
                  f": !transform.any_op\n")
-    else:
-        text += f"    transform.structured.vectorize %pB{i} vector_sizes [{kb}, {nr}] : !transform.any_op\n"
     if a_loops:
         text += (f"    %hA{i} = transform.structured.hoist_pad %pA{i} by {a_loops} loops "
                  f": (!transform.any_op) -> !transform.any_op\n"
-                 f"    transform.structured.vectorize %hA{i} vector_sizes [{mr}, {kb}] "
+                 f"    transform.structured.vectorize %hA{i} vector_sizes [{mr}, {kc}] "
                  f": !transform.any_op\n")
-    else:
-        text += f"    transform.structured.vectorize %pA{i} vector_sizes [{mr}, {kb}] : !transform.any_op\n"
     text += _match(i, info.name, f"%r{i}")
     text += (f"    %t{i}, %kl{i} = transform.structured.tile_using_for %r{i} tile_sizes [0, 0, 1] "
              f": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
              f"    transform.structured.vectorize %t{i} {{create_named_contraction}} "
              f": !transform.any_op\n")
     return text
+
+
+_FINISH_CONTRACTION = """    %func{i} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %func{i} {{
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_cse to %func{i} : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets {loop} : !transform.any_op
+"""
+
+
+def _guarded(i: int, text: str) -> str:
+    """One op's schedule in its own ``failures(suppress)`` sequence: if a step fails (e.g.
+    the vectorizer rejects a body), the op keeps the steps done so far, all of which
+    preserve semantics, and the rest of the module is still scheduled."""
+    body = text.replace("in %root ", f"in %root{i} ")
+    return (f"    transform.sequence %root : !transform.any_op failures(suppress) {{\n"
+            f"    ^bb0(%root{i}: !transform.any_op):\n{body}      transform.yield\n    }}\n")
 
 
 def plan(module) -> tuple[str, dict[str, int]]:
@@ -298,17 +373,21 @@ def plan(module) -> tuple[str, dict[str, int]]:
 
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     for op in candidates:
-        if any(not ir.RankedTensorType.isinstance(r.type) for r in op.results) or not op.results:
+        if any(not isinstance(r.type, ir.RankedTensorType) for r in op.results) or not op.results:
             continue
         info = _loop_info(op)
         if info is None or not _body_is_vectorizable(op):
             continue
+        if len(op.results) > 1 and "reduction" in info.iterators:
+            continue  # multi-result reductions: the vectorizer rejects them
         i = len(fragments)
         kind = None
         if info.name == "linalg.matmul":
             m, n, k = info.ranges
-            if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16:
-                text, kind = _packed_matmul_fragment(i, info, threads), "matmul_packed"
+            packed = (_packed_matmul_fragment(i, info, threads)
+                      if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16 else None)
+            if packed is not None:
+                text, kind = packed, "matmul_packed"
                 hoists.append(f"%kl{i}")
             else:
                 text, kind = _small_matmul_fragment(i, info), "matmul_small"
@@ -321,20 +400,145 @@ def plan(module) -> tuple[str, dict[str, int]]:
             if frag is None:
                 continue
             text, kind = frag, "vector"
+        if hoists:
+            text += _FINISH_CONTRACTION.format(i=i, loop=hoists.pop())
         op.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
-        fragments.append(text)
+        fragments.append(_guarded(i, text))
         counts[kind] = counts.get(kind, 0) + 1
-    body = "".join(fragments)
-    tail = """    %func = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    script = ("module attributes {transform.with_named_sequence} {\n"
+              "  transform.named_sequence @__transform_main(%root: !transform.any_op "
+              "{transform.readonly}) {\n" + "".join(fragments) + "    transform.yield\n  }\n}\n")
+    return script, counts
+
+
+# ---------------------------------------------------------------- stages
+
+
+def _run_script(module, script: str) -> None:
+    from mlir import ir
+    from mlir.dialects.transform import interpreter
+
+    tmod = ir.Module.parse(script)
+    entry = next(op for op in tmod.body.operations
+                 if "sym_name" in op.attributes
+                 and ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
+    interpreter.apply_named_sequence(module.operation, entry, tmod)
+
+
+LAST_COUNTS: dict[str, int] = {}
+"""Counts of scheduled ops by kind from the most recent :func:`apply_schedules` (tests)."""
+
+
+def apply_schedules(module) -> None:
+    """The ``schedule`` stage: tile, pack and vectorize every op :func:`plan` tags."""
+    script, counts = plan(module)
+    LAST_COUNTS.clear()
+    LAST_COUNTS.update(counts)
+    if os.environ.get("RLX_DUMP_SCHEDULE"):
+        import sys
+
+        print(script, file=sys.stderr)
+    if counts:
+        _run_script(module, script)
+
+
+_BUFFERIZE = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {
+    %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f { transform.apply_patterns.canonicalization } : !transform.any_op
+    transform.apply_cse to %f : !transform.any_op
+    %m = transform.bufferization.one_shot_bufferize %root {
+        bufferize_function_boundaries = true, function_boundary_type_conversion = 1 : i32,
+        memcpy_op = "linalg.copy"} : (!transform.any_op) -> !transform.any_op
+    %f2 = transform.structured.match ops{["func.func"]} in %m : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f2 { transform.apply_patterns.canonicalization } : !transform.any_op
+    transform.apply_cse to %f2 : !transform.any_op
+    transform.apply_patterns to %f2 { transform.apply_patterns.canonicalization } : !transform.any_op
+    transform.yield
+  }
+}
+"""
+
+
+def _memref_shape(value) -> list[int] | None:
+    from mlir import ir
+
+    if not isinstance(value.type, ir.MemRefType):
+        return None
+    t = ir.MemRefType(value.type)
+    return list(t.shape) if t.has_static_shape else None
+
+
+def apply_bufferize(module) -> None:
+    """One-shot bufferization (copies as ``linalg.copy``), then vectorize those copies."""
+    from mlir import ir
+
+    _run_script(module, _BUFFERIZE)
+    copies = []
+
+    def visit(op):
+        o = op.operation if hasattr(op, "operation") else op
+        if o.name == "linalg.copy":
+            copies.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    fragments = []
+    for op in copies:
+        shape = _memref_shape(op.operands[0])
+        if not shape or _memref_shape(op.operands[1]) != shape or 0 in shape:
+            continue
+        info = OpInfo("linalg.copy", shape, ["parallel"] * len(shape))
+        i = len(fragments)
+        frag = _generic_fragment(i, info)
+        if frag is None:
+            continue
+        op.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
+        fragments.append(frag)
+    if fragments:
+        _run_script(module, "module attributes {transform.with_named_sequence} {\n"
+                    "  transform.named_sequence @__transform_main(%root: !transform.any_op "
+                    "{transform.readonly}) {\n" + "".join(fragments)
+                    + "    transform.yield\n  }\n}\n")
+
+
+MEMPLAN = ("func.func(buffer-hoisting,buffer-loop-hoisting,"
+           "promote-buffers-to-stack{max-alloc-size-in-bytes=65536 max-rank-of-allocated-memref=3}),"
+           "buffer-deallocation-pipeline,canonicalize")
+
+_VECTOR_LOWERING = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %func = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %func {
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.canonicalization
     } : !transform.any_op
     transform.apply_cse to %func : !transform.any_op
+    transform.yield
+  }
+}
 """
-    for loop in hoists:
-        tail += f"    transform.loop.hoist_loop_invariant_subsets {loop} : !transform.any_op\n"
-    script = ("module attributes {transform.with_named_sequence} {\n"
-              "  transform.named_sequence @__transform_main(%root: !transform.any_op "
-              "{transform.readonly}) {\n" + body + tail + "    transform.yield\n  }\n}\n")
-    return script, counts
+
+
+# (lower_shape_cast / lower_transpose are left to convert-vector-to-llvm: together with
+# transfer_permutation_patterns in one greedy rewrite they loop forever on reductions)
+
+
+def apply_vector_lowering(module) -> None:
+    _run_script(module, _VECTOR_LOWERING)
+
+
+def threads_passes(threads: int | None = None) -> str:
+    """scf.forall -> scf.parallel -> async runtime (libmlir_async_runtime.so from the wheel)."""
+    threads = num_threads() if threads is None else threads
+    if threads <= 1:
+        return ""
+    return ("scf-forall-to-parallel,"
+            f"async-parallel-for{{async-dispatch=false num-workers={threads} min-task-size=1}},"
+            "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
+            "arith-expand,convert-async-to-llvm")

@@ -3,9 +3,12 @@
     text = handoff_text(lowered_xdsl_module)      # generic form, upstream-clean
     llvm = lower_to_llvm(rlx_module)              # LLVM-dialect text mlir-opt verifies
 
-:data:`PIPELINE` is the named list of upstream stages; swap or extend it (e.g. a tiled,
-vectorised schedule) without touching the rest. ``RLX_PRINT_AFTER_ALL=1`` (or
-``rlx-opt --print-after-all-upstream``) prints the IR after each stage to stderr.
+Two stage lists: ``fast`` (default: transform-dialect schedules from
+:mod:`rlx_mlir.lowering.schedules` -- packed, vectorized matmuls, vectorized fused
+elementwise/reduction ops, 2-thread outer tiles) and ``naive`` (plain scalar loops, for
+debugging): ``RLX_PIPELINE=naive`` or ``lower_to_llvm(m, "naive")``.
+``RLX_PRINT_AFTER_ALL=1`` (or ``rlx-opt --print-after-all-upstream``) prints the IR after
+each stage to stderr.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, BoolAttr, DictionaryAttr, ModuleOp, UnitAttr
@@ -25,13 +29,25 @@ from rlx_mlir.lowering.bool_storage import widen_bool_storage
 
 @dataclass(frozen=True)
 class Stage:
-    """One named step of the upstream pipeline (a ``PassManager`` pipeline string)."""
+    """One named step of the upstream pipeline.
+
+    ``passes`` is a ``PassManager`` pipeline string (run inside ``builtin.module(...)``);
+    ``apply``, if set, is a Python callable run on the upstream module instead (transform
+    dialect schedules, see :mod:`rlx_mlir.lowering.schedules`), and ``passes`` then only
+    names it (with a version) for the cache key.
+    """
 
     name: str
     passes: str
+    apply: Callable[[Any], None] | None = field(default=None, compare=False)
 
 
-PIPELINE: list[Stage] = [
+_LOOPS = "convert-linalg-to-loops,lower-affine,convert-scf-to-cf,canonicalize"
+_MATH = "convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm"
+_LLVM = ("expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-to-llvm,"
+         "reconcile-unrealized-casts,canonicalize,cse")
+
+NAIVE_PIPELINE: list[Stage] = [
     Stage("fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse"),
     Stage("bufferize",
           "one-shot-bufferize{bufferize-function-boundaries "
@@ -40,17 +56,68 @@ PIPELINE: list[Stage] = [
           "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
           "canonicalize"),
     Stage("deallocate", "buffer-deallocation-pipeline"),
-    Stage("loops", "convert-linalg-to-loops,lower-affine,convert-scf-to-cf,canonicalize"),
-    Stage("math", "convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm"),
-    Stage("llvm",
-          "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-to-llvm,"
-          "reconcile-unrealized-casts,canonicalize,cse"),
+    Stage("loops", _LOOPS),
+    Stage("math", _MATH),
+    Stage("llvm", _LLVM),
 ]
+"""Plain scalar loops: the debugging / reference pipeline (``RLX_PIPELINE=naive``)."""
 
 
-def pipeline_spec(stages: Sequence[Stage] | None = None) -> str:
+def _fast_pipeline() -> list[Stage]:
+    from rlx_mlir.lowering import schedules as S
+
+    return [
+        Stage("fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse"),
+        Stage("schedule", f"transform:{S.SCHEDULE_VERSION}:threads={S.num_threads()}",
+              S.apply_schedules),
+        Stage("bufferize", f"transform:{S.SCHEDULE_VERSION}:one-shot-bufferize",
+              S.apply_bufferize),
+        Stage("out-params",
+              "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
+              "canonicalize"),
+        Stage("memplan", S.MEMPLAN),
+        Stage("vector-lowering", f"transform:{S.SCHEDULE_VERSION}:vector-lowering",
+              S.apply_vector_lowering),
+        Stage("threads", S.threads_passes()),
+        Stage("loops", "canonicalize,cse,convert-vector-to-scf," + _LOOPS),
+        Stage("math", _MATH),
+        Stage("llvm", "convert-vector-to-llvm," + _LLVM),
+    ]
+
+
+PIPELINES: dict[str, Callable[[], list[Stage]]] = {
+    "fast": _fast_pipeline,
+    "naive": lambda: list(NAIVE_PIPELINE),
+}
+
+
+def default_pipeline_name() -> str:
+    """``RLX_PIPELINE`` (``fast`` or ``naive``), default ``fast``."""
+    name = os.environ.get("RLX_PIPELINE", "").strip() or "fast"
+    if name not in PIPELINES:
+        raise RlxError(f"RLX_PIPELINE={name!r}: expected one of {', '.join(PIPELINES)}")
+    return name
+
+
+def pipeline_stages(pipeline: str | Sequence[Stage] | None = None) -> list[Stage]:
+    """The stages of ``pipeline`` (a name, a stage list, or None for the default)."""
+    if pipeline is None:
+        pipeline = default_pipeline_name()
+    if isinstance(pipeline, str):
+        if pipeline not in PIPELINES:
+            raise RlxError(f"unknown pipeline {pipeline!r}: expected one of {', '.join(PIPELINES)}")
+        return PIPELINES[pipeline]()
+    return list(pipeline)
+
+
+PIPELINE: list[Stage] = PIPELINES.get(os.environ.get("RLX_PIPELINE", "").strip() or "fast",
+                                      _fast_pipeline)()
+"""The default stage list at import time (``RLX_PIPELINE``, default fast)."""
+
+
+def pipeline_spec(stages: str | Sequence[Stage] | None = None) -> str:
     """The whole pipeline as one string (part of the compile-cache key)."""
-    return ";".join(f"{s.name}={s.passes}" for s in (stages or PIPELINE))
+    return ";".join(f"{s.name}={s.passes}" for s in pipeline_stages(stages))
 
 
 # ---------------------------------------------------------------- hand-off text
@@ -112,9 +179,10 @@ def _stderr_dump(stage: Stage, text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def run_upstream(text: str, stages: Sequence[Stage] | None = None,
+def run_upstream(text: str, stages: str | Sequence[Stage] | None = None,
                  after_stage: StageCallback | None = None) -> str:
-    """Parse ``text`` upstream, run ``stages`` (default :data:`PIPELINE`), return LLVM-dialect text."""
+    """Parse ``text`` upstream, run ``stages`` (a pipeline name or stage list; default
+    ``RLX_PIPELINE`` / fast), return LLVM-dialect text."""
     from mlir import ir
     from mlir.passmanager import PassManager
 
@@ -122,7 +190,7 @@ def run_upstream(text: str, stages: Sequence[Stage] | None = None,
         after_stage = _stderr_dump
     with ir.Context():
         module = _parse_upstream(ir, text)
-        for stage in stages or PIPELINE:
+        for stage in pipeline_stages(stages):
             _run_stage(PassManager, module, stage)
             if after_stage is not None:
                 after_stage(stage, str(module))
@@ -137,14 +205,19 @@ def _parse_upstream(ir, text: str):
 
 
 def _run_stage(pass_manager_cls, module, stage: Stage) -> None:
-    pm = pass_manager_cls.parse(f"builtin.module({stage.passes})")
     try:
+        if stage.apply is not None:
+            stage.apply(module)
+            return
+        if not stage.passes:
+            return
+        pm = pass_manager_cls.parse(f"builtin.module({stage.passes})")
         pm.run(module.operation)
     except Exception as e:
         raise RlxError(f"upstream stage '{stage.name}' ({stage.passes}) failed: {e}") from None
 
 
-def lower_to_llvm(module: ModuleOp, stages: Sequence[Stage] | None = None,
+def lower_to_llvm(module: ModuleOp, stages: str | Sequence[Stage] | None = None,
                   after_stage: StageCallback | None = None) -> str:
     """rlx (or already lowered) xDSL module -> LLVM-dialect text (the module is not changed)."""
     from rlx_mlir.lowering.to_linalg import lower_module

