@@ -14,7 +14,7 @@ from __future__ import annotations
 from io import StringIO
 
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, func, linalg, math, scf, tensor
+from xdsl.dialects import arith, bufferization, builtin, func, linalg, math, scf, tensor
 from xdsl.dialects.builtin import ModuleOp, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
@@ -30,7 +30,7 @@ def make_context(allow_unregistered: bool = False) -> Context:
     ctx = Context(allow_unregistered=allow_unregistered)
     for dialect in (
         builtin.Builtin, func.Func, arith.Arith, tensor.Tensor, linalg.Linalg,
-        math.Math, scf.Scf, Rlx,
+        math.Math, scf.Scf, bufferization.Bufferization, Rlx,
     ):
         ctx.load_dialect(dialect)
     return ctx

@@ -734,8 +734,12 @@ def label_hit(s: Any, label: SSAValue, classes: int, class_dim: int) -> tuple[An
     else:
         valid = s.emit(arith.AndIOp(s.cmp("ge", label, 0), s.cmp("lt", label, classes)))
         index = s.cast(label, i64)
-    position = s.emit(arith.IndexCastOp(s.emit(linalg_ops.IndexOp(class_dim)), i64))
-    return valid, s.emit(arith.AndIOp(valid, s.cmp("eq", position, index)))
+    return valid, s.emit(arith.AndIOp(valid, s.cmp("eq", index_i64(s, class_dim), index)))
+
+
+def index_i64(s: Any, dim: int) -> SSAValue:
+    """``linalg.index dim`` as i64 (body scalar helpers take integer types, not index)."""
+    return s.emit(arith.IndexCastOp(s.emit(linalg_ops.IndexOp(dim)), i64))
 
 
 def row_softmax_stats(e: Any, logits: SSAValue, keep_dims: bool) -> tuple[SSAValue, SSAValue]:
@@ -775,9 +779,11 @@ def rope_lowering(e: Any, x: SSAValue, cos: SSAValue, sin: SSAValue, head_dim: i
                   n_rot: int, signs: tuple[float, float]) -> SSAValue:
     """Rotate-half rope on the view ``[..., S, H, 2, half]`` of the rotated dims.
 
-    ``y[.., p, i] = x[.., p, i] c_i + signs[p] * x[.., 1 - p, i] s_i``: the partner is
-    read with the affine map ``p -> 1 - p``. Dims ``n_rot ..`` of each head pass through
-    (the rotated slice is inserted into x).
+    ``y[.., p, i] = own c_i + signs[p] * other s_i`` with ``own, other`` the halves
+    ``x[.., p, i], x[.., 1 - p, i]``: both halves are read with constant maps
+    ``(.., 0, i)``, ``(.., 1, i)`` and swapped by ``linalg.index p`` (a ``1 - p`` map
+    would have a negative coefficient, which linalg tiling rejects). Dims ``n_rot ..``
+    of each head pass through (the rotated slice is inserted into x).
     """
     shape, half = shape_of(x.type), n_rot // 2
     heads = [*shape[:-1], shape[-1] // head_dim]
@@ -787,32 +793,32 @@ def rope_lowering(e: Any, x: SSAValue, cos: SSAValue, sin: SSAValue, head_dim: i
     view = split_last(e, rotated, [2, half])
     tables = [t if half == head_dim // 2 else e.extract_slice(t, [0, 0], [shape[-2], half])
               for t in (cos, sin)]
-    y = e.generic([view, view, *tables, e.constant(np.array(signs, dtype=numpy_of(x)))],
-                  [e.empty(shape_of(view.type), element_of(x))],
-                  rope_maps(len(shape) + 2), ["parallel"] * (len(shape) + 2), _rope_body)
+    rank = len(shape) + 2
+
+    def body(s: Any, first: Any, second: Any, c: Any, sn: Any, _out: Any) -> Any:
+        is_first = s.cmp("eq", index_i64(s, rank - 2), 0)
+        own, other = s.select(is_first, first, second), s.select(is_first, second, first)
+        sign = s.select(is_first, s.scalar(signs[0], c.type), signs[1])
+        return s.add(s.mul(own, c), s.mul(sign, s.mul(other, sn)))
+
+    y = e.generic([view, view, *tables], [e.empty(shape_of(view.type), element_of(x))],
+                  rope_maps(rank), ["parallel"] * rank, body)
     y = merge_last(e, y, 2)
     if n_rot != head_dim:
         y = e.insert_slice(y, x4, [0] * (len(shape) + 1))
     return e.reshape(y, shape)
 
 
-def _rope_body(s: Any, v: Any, partner: Any, c: Any, sn: Any, sign: Any, _out: Any) -> Any:
-    return s.add(s.mul(v, c), s.mul(sign, s.mul(partner, sn)))
-
-
 def rope_maps(rank: int) -> list[AffineMap]:
-    """Maps of (x, partner, cos, sin, signs, y) over ``[..., S, H, 2, half]``."""
+    """Maps of (first half, second half, cos, sin, y) over ``[..., S, H, 2, half]``."""
     d = [AffineExpr.dimension(i) for i in range(rank)]
     pair, seq = rank - 2, rank - 4
-    partner = (*d[:pair], AffineExpr.constant(1) - d[pair], d[-1])
+
+    def half_map(p: int) -> AffineMap:
+        return AffineMap(rank, 0, (*d[:pair], AffineExpr.constant(p), d[-1]))
+
     table = AffineMap(rank, 0, (d[seq], d[-1]))
-    identity = AffineMap.identity(rank)
-    return [identity, AffineMap(rank, 0, partner), table, table,
-            AffineMap(rank, 0, (d[pair],)), identity]
-
-
-def numpy_of(x: SSAValue) -> Any:
-    return np.float32 if dtype_of(x.type) == "f32" else np.float64
+    return [half_map(0), half_map(1), table, table, AffineMap.identity(rank)]
 
 
 def split_last(e: Any, x: SSAValue, sizes: Sequence[int]) -> SSAValue:

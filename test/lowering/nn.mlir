@@ -134,19 +134,31 @@ func.func @cross_entropy(%z: tensor<4x10xf32>, %t: tensor<4xf32>, %ti: tensor<4x
   func.return %l, %dz : tensor<4xf32>, tensor<4x10xf32>
 }
 
-// Rope on the view [B, S, H, 2, half]: the partner is read with the affine map p -> 1 - p,
-// the tables with (s, i), the signs [-1, 1] with (p); no tensor.extract. With n_rot <
-// head_dim (backward, signs [1, -1]) the rotated dims are a slice inserted back into x.
+// Rope on the view [B, S, H, 2, half]: the two halves are read with the constant maps
+// (.., 0, i) and (.., 1, i) (no negative coefficient: tileable) and swapped by linalg.index
+// of the pair dim; the tables read with (s, i); no tensor.extract. With n_rot < head_dim
+// (backward, signs +1 / -1) the rotated dims are a slice inserted back into x.
 // CHECK-LABEL: func.func @rope
 // CHECK: %[[V:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0 : i64], [1 : i64], [2 : i64], [3 : i64, 4 : i64]] output_shape [1, 3, 2, 2, 2]
-// CHECK: arith.constant dense<[-1.000000e+00, 1.000000e+00]> : tensor<2xf32>
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, ((d3 * -1) + 1), d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%[[V]], %[[V]], %c, %s
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, 0, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, 1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%[[V]], %[[V]], %c, %s
+// CHECK: ^bb0(%[[FIRST:.*]]: f32, %[[SECOND:.*]]: f32, %[[C:.*]]: f32, %[[S:.*]]: f32, %{{.*}}: f32):
+// CHECK: linalg.index 3
+// CHECK: %[[IS_FIRST:.*]] = arith.cmpi eq
+// CHECK: %[[OWN:.*]] = arith.select %[[IS_FIRST]], %[[FIRST]], %[[SECOND]]
+// CHECK: %[[OTHER:.*]] = arith.select %[[IS_FIRST]], %[[SECOND]], %[[FIRST]]
+// CHECK: arith.constant -1.000000e+00
+// CHECK: %[[SIGN:.*]] = arith.select %[[IS_FIRST]]
+// CHECK: %[[OWN_C:.*]] = arith.mulf %[[OWN]], %[[C]]
+// CHECK: %[[OTHER_S:.*]] = arith.mulf %[[OTHER]], %[[S]]
+// CHECK: %[[TERM:.*]] = arith.mulf %[[SIGN]], %[[OTHER_S]]
+// CHECK: arith.addf %[[OWN_C]], %[[TERM]]
 // CHECK: %[[X4:.*]] = tensor.expand_shape {{.*}} output_shape [1, 3, 2, 4]
 // CHECK: %[[ROT:.*]] = tensor.extract_slice %[[X4]][0, 0, 0, 0] [1, 3, 2, 2] [1, 1, 1, 1]
 // CHECK: tensor.extract_slice %c[0, 0] [3, 1] [1, 1]
-// CHECK: arith.constant dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>
 // CHECK: linalg.generic
 // CHECK-SAME: tensor<1x3x2x2x1xf32>
+// CHECK: arith.constant 1.000000e+00
+// CHECK-NEXT: arith.constant -1.000000e+00
 // CHECK: tensor.insert_slice %{{.*}} into %[[X4]][0, 0, 0, 0] [1, 3, 2, 2] [1, 1, 1, 1]
 // CHECK-NOT: tensor.extract {{.*}}
 // CHECK: func.return %y, %dx
