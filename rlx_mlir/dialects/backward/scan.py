@@ -23,7 +23,7 @@ from rlx_mlir.dialects.control import (
     run_region,
     trajectory_rows,
 )
-from rlx_mlir.rules import INTERPRET
+from rlx_mlir.rules import INTERPRET, VMAP
 
 
 def _layout(types: Sequence[TensorType], attrs) -> tuple[int, int, list[TensorType]]:
@@ -156,6 +156,37 @@ def _interpret_scan_backward_xs(op, init, traj, upstream, *xs):
     for t, outs in backward_sweep(op, init, traj, upstream, xs):
         dxs[t] = outs[1 + index]
     return dxs
+
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.3)
+
+
+def _vmap_scan_backward(ctx, op, xs, batched):
+    """Everything batched: init ``[B, *C]``, trajectory/upstream/xs as ``[rows, B, ...]``,
+    ``body_vjp`` (and ``forward_body``, checkpointing kept: SPEC 9.16) batched
+    recursively; ``scan_backward_xs`` results go back to ``[B, L, ...]``."""
+    from rlx_mlir.dialects.control import _steps_first, _vmap_region
+
+    lifted = ctx.lift_all(xs, batched)
+    init, traj, upstream, *per_step = lifted
+    traj, upstream = (_steps_first(ctx, t, True) for t in (traj, upstream))
+    per_step = [_steps_first(ctx, x, True) for x in per_step]
+    steps = [tensor(x.shape[1:], x.dtype) for x in per_step]
+    carry = init.type
+    regions = [_vmap_region(ctx, op.bodies[0].block, [carry, *steps, carry],
+                            [True] * (len(steps) + 2))]
+    if len(op.bodies) > 1:
+        regions.append(_vmap_region(ctx, op.bodies[1].block, [carry, *steps],
+                                    [True] * (len(steps) + 1)))
+    out = ctx.b._emit_with_regions(op.name.removeprefix("rlx."), [init, traj, upstream, *per_step],
+                                   regions, **op.py_attrs())
+    if isinstance(op, ScanBackwardXsOp):
+        out = ctx.b.transpose(out, perm=[1, 0, *range(2, out.ndim)])
+    return [out]
+
+
+VMAP.register(ScanBackwardOp, ScanBackwardXsOp)(_vmap_scan_backward)
 
 
 OPS = [ScanBackwardOp, ScanBackwardXsOp]
