@@ -67,8 +67,8 @@ class RlxError(Exception):
         self.notes = notes
 
     def __str__(self) -> str:
-        where = str(self.loc) if self.loc is not None else "<unknown>"
-        text = f"{where}: error: {self.message}"
+        where = f"{self.loc}: " if self.loc is not None else ""
+        text = f"{where}error: {self.message}"
         for note in self.notes:
-            text += f"\n{where}: note: {note}"
+            text += f"\n{where}note: {note}"
         return text
