@@ -101,6 +101,11 @@ def _loop_info(op) -> OpInfo | None:
         its = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
         its = ["reduction" if "reduction" in s else "parallel" for s in its]
         ranges: list[int | None] = [None] * len(its)
+        for amap in maps:  # only projected permutations (+ broadcast 0s): no conv windows
+            if not all(isinstance(e, ir.AffineDimExpr)
+                       or (isinstance(e, ir.AffineConstantExpr) and e.value == 0)
+                       for e in amap.results):
+                return None
         for amap, shape in zip(maps, shapes, strict=True):
             for expr, size in zip(amap.results, shape, strict=True):
                 if isinstance(expr, ir.AffineDimExpr):
