@@ -1,10 +1,13 @@
 """Train a small character-level transformer language model natively, then sample.
 
     python examples/train_char_lm.py --steps 300
+    python examples/train_char_lm.py --quick                 # tiny model, 40 steps
+    python examples/train_char_lm.py --temperature 0.5 --top-k 5 --prompt "A pass "
 
 The model (``rlx_mlir.models.char_lm_loss``) is built with the builder, its
 gradient function comes from the ``--autodiff`` pass, and both run as native code
-through the JIT; Adam is a few lines of numpy. Writes ``char_lm_loss.png``.
+through the JIT; Adam is a few lines of numpy (``example_utils.Adam``). Sampling
+uses temperature and top-k. Writes ``char_lm_loss.png``.
 """
 
 from __future__ import annotations
@@ -14,30 +17,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+from example_utils import Adam, plot_losses
 
 import rlx_mlir as rlx
 from rlx_mlir.models import char_lm_logits, char_lm_loss
 from rlx_mlir.progress import ProgressBar
 
 TEXT = Path(__file__).resolve().parent / "data" / "compilers.txt"
-
-
-class Adam:
-    """Adam on a dict of numpy parameters."""
-
-    def __init__(self, params: dict[str, np.ndarray], lr: float = 3e-3):
-        self.lr, self.t = lr, 0
-        self.m = {k: np.zeros_like(v) for k, v in params.items()}
-        self.v = {k: np.zeros_like(v) for k, v in params.items()}
-
-    def step(self, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
-        self.t += 1
-        for k, g in grads.items():
-            self.m[k] = 0.9 * self.m[k] + 0.1 * g
-            self.v[k] = 0.999 * self.v[k] + 0.001 * g * g
-            m_hat = self.m[k] / (1 - 0.9**self.t)
-            v_hat = self.v[k] / (1 - 0.999**self.t)
-            params[k] -= (self.lr * m_hat / (np.sqrt(v_hat) + 1e-8)).astype(np.float32)
+QUICK = dict(batch=8, seq=16, d_model=32, heads=2, layers=1)
+"""The ``--quick`` model: small enough to compile fast on a loaded machine."""
 
 
 def init_params(module, entry: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -64,41 +52,52 @@ def batches(data: np.ndarray, batch: int, seq: int, rng: np.random.Generator):
         yield x, y
 
 
-def sample(params, chars: list[str], seq: int, cfg: dict, length: int, rng) -> str:
-    module = char_lm_logits(seq, len(chars), cfg["d_model"], cfg["heads"], cfg["layers"])
-    run = rlx.compile(module, entry="lm_logits")
-    names = [a.name for a in rlx.runtime.signature.Signature.of(
-        rlx.ir.find_func(module, "lm_logits")).args if a.name != "tokens"]
-    context = [chars.index(c) for c in "The compiler "]
-    for _ in range(length):
-        window = (context[-seq:] + [0] * seq)[:seq] if len(context) < seq else context[-seq:]
-        pos = min(len(context), seq) - 1
-        probs = run(np.array([window], np.int32), **{n: params[n] for n in names})[0][0, pos]
-        probs = probs.astype(np.float64) ** 1.5
-        context.append(int(rng.choice(len(chars), p=probs / probs.sum())))
-    return "".join(chars[i] for i in context)
+class Sampler:
+    """Autoregressive sampling from the trained model, compiled once.
+
+    ``temperature`` < 1 sharpens the distribution, ``top_k`` keeps only the k most
+    likely characters (0: all of them).
+    """
+
+    def __init__(self, params: dict, chars: list[str], seq: int, cfg: dict):
+        module = char_lm_logits(seq, len(chars), cfg["d_model"], cfg["heads"], cfg["layers"])
+        self.run = rlx.compile(module, entry="lm_logits")
+        self.names = [a.name for a in rlx.runtime.signature.Signature.of(
+            rlx.ir.find_func(module, "lm_logits")).args if a.name != "tokens"]
+        self.params, self.chars, self.seq = params, chars, seq
+
+    def next_probs(self, context: list[int]) -> np.ndarray:
+        """The model's distribution over the character after ``context``."""
+        window = context[-self.seq:]
+        pos = len(window) - 1
+        tokens = np.array([window + [0] * (self.seq - len(window))], np.int32)
+        out = self.run(tokens, **{n: self.params[n] for n in self.names})
+        return np.asarray(out[0] if isinstance(out, (list, tuple)) else out)[0, pos]
+
+    def __call__(self, prompt: str, length: int, rng: np.random.Generator,
+                 temperature: float = 0.8, top_k: int = 0) -> str:
+        """``prompt`` followed by ``length`` sampled characters."""
+        context = [self.chars.index(c) for c in prompt if c in self.chars] or [0]
+        for _ in range(length):
+            context.append(pick(self.next_probs(context), rng, temperature, top_k))
+        return "".join(self.chars[i] for i in context)
 
 
-def plot(losses: list[float], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(losses, lw=1, alpha=0.5, label="loss")
-    window = max(1, len(losses) // 20)
-    smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
-    ax.plot(range(window - 1, len(losses)), smooth, lw=2, label=f"mean of {window}")
-    ax.set(xlabel="step", ylabel="cross-entropy (nats/char)", title="char LM, native rlx-mlir")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+def pick(probs: np.ndarray, rng: np.random.Generator, temperature: float = 1.0,
+         top_k: int = 0) -> int:
+    """Sample an index from ``probs`` reshaped by temperature and top-k."""
+    logp = np.log(np.maximum(probs.astype(np.float64), 1e-30)) / max(temperature, 1e-6)
+    if 0 < top_k < len(logp):
+        logp[np.argsort(logp)[:-top_k]] = -np.inf
+    p = np.exp(logp - logp.max())
+    return int(rng.choice(len(p), p=p / p.sum()))
 
 
 def train(steps: int, batch: int = 16, seq: int = 32, d_model: int = 64, heads: int = 4,
-          layers: int = 2, out: Path = Path("char_lm_loss.png"), seed: int = 0) -> list[float]:
+          layers: int = 2, out: Path | None = Path("char_lm_loss.png"), seed: int = 0,
+          prompt: str = "The compiler ", sample_length: int = 80, temperature: float = 0.8,
+          top_k: int = 10) -> list[float]:
+    """Train for ``steps`` Adam steps, plot the loss, print a sample; return the losses."""
     text = TEXT.read_text()
     chars = sorted(set(text))
     data = np.array([chars.index(c) for c in text])
@@ -111,7 +110,7 @@ def train(steps: int, batch: int = 16, seq: int = 32, d_model: int = 64, heads: 
     rng = np.random.default_rng(seed)
     params = init_params(module, "lm_loss", rng)
     names = list(params)
-    opt = Adam(params)
+    opt = Adam(params, lr=3e-3)
     losses = []
     bar = ProgressBar(steps, "train")
     for _, (x, y) in zip(range(steps), batches(data, batch, seq, rng), strict=False):
@@ -119,18 +118,35 @@ def train(steps: int, batch: int = 16, seq: int = 32, d_model: int = 64, heads: 
         opt.step(params, dict(zip(names, grads, strict=True)))
         losses.append(float(loss))
         bar.update(loss=float(loss))
-    plot(losses, out)
-    print(f"loss {np.mean(losses[:10]):.3f} -> {np.mean(losses[-10:]):.3f}; plot: {out}")
-    print("sample:", repr(sample(params, chars, seq, cfg, 80, rng)))
+    print(f"loss {np.mean(losses[:10]):.3f} -> {np.mean(losses[-10:]):.3f}")
+    if out is not None:
+        plot_losses(losses, out, "char LM, native rlx-mlir", "cross-entropy (nats/char)")
+        print(f"plot: {out}")
+    if sample_length:
+        sampler = Sampler(params, chars, seq, cfg)
+        text = sampler(prompt, sample_length, rng, temperature, top_k)
+        print(f"sample (temperature {temperature}, top-k {top_k}): {text!r}")
     return losses
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--quick", action="store_true",
+                        help="a tiny model for 40 steps (a smoke test)")
     parser.add_argument("--out", type=Path, default=Path("char_lm_loss.png"))
+    parser.add_argument("--prompt", default="The compiler ")
+    parser.add_argument("--length", type=int, default=80, help="characters to sample")
+    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument("--top-k", type=int, default=10)
     args = parser.parse_args()
-    train(args.steps, out=args.out)
+    sampling = dict(prompt=args.prompt, sample_length=args.length,
+                    temperature=args.temperature, top_k=args.top_k)
+    if args.quick:
+        train(40, **QUICK, out=args.out, **sampling)
+    else:
+        train(args.steps, out=args.out, **sampling)
 
 
 if __name__ == "__main__":
