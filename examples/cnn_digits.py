@@ -1,7 +1,7 @@
 """Train a small CNN on scikit-learn's 8x8 digits with the tracing API, natively.
 
     python examples/cnn_digits.py            # full run
-    python examples/cnn_digits.py --quick    # one epoch
+    python examples/cnn_digits.py --quick    # 3 epochs
 
 conv2d(1->8, 3x3, pad 1) -> relu -> max_pool2d(2) -> conv2d(8->16, 3x3, pad 1) -> relu
 -> max_pool2d(2) -> linear(64->10), trained with ``rlx.value_and_grad`` and numpy Adam
@@ -84,10 +84,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--quick", action="store_true", help="one epoch")
+    parser.add_argument("--quick", action="store_true", help="3 epochs")
     parser.add_argument("--out", type=Path, default=Path("cnn_digits_loss.png"))
     args = parser.parse_args()
-    train(1 if args.quick else args.epochs, out=args.out)
+    train(3 if args.quick else args.epochs, out=args.out)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from rlx_mlir.models import char_lm_logits, char_lm_loss
 from rlx_mlir.progress import ProgressBar
 
 TEXT = Path(__file__).resolve().parent / "data" / "compilers.txt"
-QUICK = dict(batch=8, seq=16, d_model=32, heads=2, layers=1)
+QUICK = dict(batch=4, seq=16, d_model=32, heads=2, layers=1)
 """The ``--quick`` model: small enough to compile fast on a loaded machine."""
 
 

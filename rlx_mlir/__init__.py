@@ -23,6 +23,7 @@ from rlx_mlir.frontend import grad, jit, trace, value_and_grad
 from rlx_mlir.interpreter import interpret
 from rlx_mlir.ir import parse, to_text, verify
 from rlx_mlir.runtime.jit import compile  # noqa: A004
+from rlx_mlir.tools.view_graph import view
 from rlx_mlir.transforms.autodiff import grad_with_loss
 
 
@@ -52,6 +53,6 @@ def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
 
 __all__ = [
     "Builder", "RlxError", "Tensor", "compile", "grad", "grad_with_loss", "interpret", "jit",
-    "jvp", "nn", "parse", "to_text", "trace", "value_and_grad", "verify", "vmap",
+    "jvp", "nn", "parse", "to_text", "trace", "value_and_grad", "verify", "view", "vmap",
 ]
 __version__ = "0.1.0"

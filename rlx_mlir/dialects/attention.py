@@ -401,6 +401,55 @@ def _vjp_attention(ctx: VjpContext, op: AttentionOp, g: Tensor) -> list[Tensor |
     return grads
 
 
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# tO = dP V + P tV through the dedicated rlx.attention_jvp (backward/attention.py), so
+# forward-over-reverse (HVPs) stays native; a tangent of v alone is attention(q, k, tv).
+
+from rlx_mlir.rules import JVP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
+
+
+def bias_tangent(ctx: JvpContext, op: RlxOp, t_mask: Sequence[Tensor | None]) -> list[Tensor]:
+    """The ``t_bias`` operand of the jvp ops: ``[tangent or zeros]`` for a bias mask, else
+    ``[]`` (a custom key mask is piecewise constant: no tangent)."""
+    if op.attr("mask_kind", "none") != "bias":
+        return []
+    return [ctx.or_zeros(t_mask[0], ctx.inputs(op)[-1])]
+
+
+@JVP.register(AttentionOp)
+def _jvp_attention(ctx: JvpContext, op: AttentionOp, tq: Tensor | None, tk: Tensor | None,
+                   tv: Tensor | None, *t_mask: Tensor | None) -> list[Tensor | None]:
+    q, k, v, *mask = ctx.inputs(op)
+    attrs = op.py_attrs()
+    bias_moves = attrs.get("mask_kind") == "bias" and t_mask[0] is not None
+    if tq is None and tk is None and not bias_moves:
+        return [None if tv is None else ctx.b.attention(q, k, tv, *mask, **attrs)]
+    tangents = [ctx.or_zeros(t, x) for t, x in zip((tq, tk, tv), (q, k, v), strict=True)]
+    return [ctx.b.attention_jvp(q, k, v, *tangents, *mask, *bias_tangent(ctx, op, t_mask),
+                                **attrs)]
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+# RLX panics here; we fold the vmap batch into attention's own batch axis B (the ops
+# are per-example in B, so folding is exact).
+
+
+def fold_attention_batch(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+                         batched: Sequence[bool]) -> list[Tensor]:
+    """``[Bv, B, ...] -> [Bv*B, ...]`` for every operand (q, k, v, dy, tangents, the
+    custom ``[B, S_kv]`` and bias ``[B, Hq, S, S_kv]`` masks all lead with B), re-emit,
+    unfold. Shared operands are broadcast first."""
+    folded = [ctx.fold(x) for x in ctx.lift_all(xs, batched)]
+    return [ctx.unfold(r) for r in ctx.emit_like(op, folded)]
+
+
+VMAP.register(AttentionOp)(fold_attention_batch)
+
+
 # ---------------------------------------------------------------- LOWER rules
 # Heads are viewed grouped, q as [B, S, Hkv, G, D] (G = Hq / Hkv) and k, v as
 # [B, S_kv, Hkv, D], so query head (kh, g) reading kv head kh is a plain dimension (the

@@ -542,6 +542,243 @@ def _vjp_rope(ctx: VjpContext, op: RopeOp, g: Tensor) -> list[Tensor | None]:
     return [ctx.b.rope_backward(g, cos, sin, **op.py_attrs()), None, None]
 
 
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# The softmaxes and cross-entropy compose from primitives. A norm's input Jacobian with
+# gamma = 1 is symmetric, so its tangent is the backward op applied to the tangent:
+# ``J t = gamma * *_backward_input(x, 1, t)``; gamma and beta enter affinely.
+
+from rlx_mlir.rules import JVP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Builder
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
+
+
+def emit_same(b: Builder, op: RlxOp, *operands: Tensor, **attrs: Any) -> Tensor:
+    """``op`` re-emitted on ``operands`` with its attributes (overridden by ``attrs``)."""
+    return b.emit(op.name.removeprefix("rlx."), *operands, **{**op.py_attrs(), **attrs})
+
+
+def channel_view(b: Builder, v: Tensor, axis: int, rank: int, batched: bool = False) -> Tensor:
+    """A per-channel vector ``[C]`` (``[B, C]`` when batched) shaped to broadcast against
+    a rank-``rank`` operand (``[B, ...]`` when batched) whose channels are on ``axis``."""
+    shape = [1] * rank
+    shape[axis] = v.shape[-1]
+    return b.reshape(v, (v.shape[0], *shape) if batched else shape)
+
+
+def unit_params(b: Builder, op: RlxOp, gamma: Tensor) -> list[Tensor]:
+    """gamma = 1 (and beta = 0 for the norms that require a beta)."""
+    size = gamma.shape[-1:]  # [C] of a shared or batched [B, C] gamma
+    ones = b.full(size, 1.0, gamma.dtype)
+    return [ones] if isinstance(op, RmsNormOp) else [ones, b.full(size, 0.0, gamma.dtype)]
+
+
+NORM_INPUT_GRAD = {
+    LayerNormOp: "layer_norm_backward_input",
+    RmsNormOp: "rms_norm_backward_input",
+    GroupNormOp: "group_norm_backward_input",
+}
+
+
+def norm_channel_axis(op: RlxOp, rank: int) -> int:
+    """The axis gamma and beta scale: 1 for group norms, the last one otherwise."""
+    return 1 if "num_groups" in op.py_attrs() else rank - 1
+
+
+@JVP.register(SoftmaxOp)
+def _jvp_softmax(ctx: JvpContext, op: SoftmaxLikeOp, t: Tensor) -> list[Tensor | None]:
+    """``y * (t - sum_axis(y * t))``."""
+    (y,) = ctx.outputs(op)
+    return [y * (t - ctx.b.reduce_sum(y * t, axes=_softmax_axis(op), keep_dims=True))]
+
+
+@JVP.register(LogSoftmaxOp)
+def _jvp_log_softmax(ctx: JvpContext, op: SoftmaxLikeOp, t: Tensor) -> list[Tensor | None]:
+    """``t - sum_axis(softmax * t)`` (``exp(y)`` is the softmax)."""
+    (y,) = ctx.outputs(op)
+    return [t - ctx.b.reduce_sum(ctx.b.exp(y) * t, axes=_softmax_axis(op), keep_dims=True)]
+
+
+@JVP.register(LayerNormOp, RmsNormOp, GroupNormOp)
+def _jvp_norm(ctx: JvpContext, op: RlxOp, tx: Tensor | None, tgamma: Tensor | None,
+              tbeta: Tensor | None = None) -> list[Tensor | None]:
+    """``gamma * bwd_input(x, 1, t_x) + t_gamma * x_hat + t_beta`` (x_hat: the op with
+    gamma = 1, beta = 0)."""
+    x, gamma, *_ = ctx.inputs(op)
+    b, rank = ctx.b, x.ndim
+    axis = norm_channel_axis(op, rank)
+    in_x = in_gamma = in_beta = None
+    if tx is not None:
+        grad = b.emit(NORM_INPUT_GRAD[type(op)], x, unit_params(b, op, gamma)[0], tx,
+                      **op.py_attrs())
+        in_x = channel_view(b, gamma, axis, rank) * grad
+    if tgamma is not None:
+        in_gamma = channel_view(b, tgamma, axis, rank) * emit_same(b, op, x,
+                                                                   *unit_params(b, op, gamma))
+    if tbeta is not None:
+        in_beta = ctx.broadcast_to(channel_view(b, tbeta, axis, rank), x.shape)
+    return [ctx.add(in_x, in_gamma, in_beta)]
+
+
+@JVP.register(BatchNormInferenceOp)
+def _jvp_batch_norm(ctx: JvpContext, op: BatchNormInferenceOp, tx: Tensor | None,
+                    tgamma: Tensor | None, tbeta: Tensor | None, tmean: Tensor | None,
+                    tvar: Tensor | None) -> list[Tensor | None]:
+    """``(t_x - t_mean) * gamma * s + x_hat * (t_gamma - gamma * t_var / (2 (var + eps)))
+    + t_beta`` with ``s = 1 / sqrt(var + eps)`` and ``x_hat = (x - mean) * s``."""
+    x, gamma, _, mean, var = ctx.inputs(op)
+    b = ctx.b
+    shift = ctx.add(tx, None if tmean is None else -tmean)
+    in_shift = None if shift is None else b.batch_norm_inference_backward_input(
+        gamma, var, shift, **op.py_attrs())
+    scale = ctx.add(tgamma, None if tvar is None
+                    else gamma * tvar * -0.5 / (var + op.attr("eps", 1e-5)))
+    in_scale = None
+    if scale is not None:
+        ones, zeros = unit_params(b, op, gamma)
+        in_scale = emit_same(b, op, x, ones, zeros, mean, var) * scale
+    return [ctx.broadcast_to(ctx.add(in_shift, in_scale, tbeta), x.shape)]
+
+
+@JVP.register(SoftmaxCrossEntropyOp)
+def _jvp_softmax_cross_entropy(ctx: JvpContext, op: SoftmaxCrossEntropyOp, tz: Tensor | None,
+                               _t_labels: Tensor | None) -> list[Tensor | None]:
+    """``sum_k (softmax - onehot)[n, k] t[n, k]``: the backward op with d_loss = 1, dotted
+    with the tangent per row (labels are piecewise constant: no tangent)."""
+    if tz is None:
+        return [None]
+    z, labels = ctx.inputs(op)
+    ones = ctx.b.full(z.shape[:1], 1.0, z.dtype)
+    grad = ctx.b.softmax_cross_entropy_backward(z, labels, ones)
+    return [ctx.b.reduce_sum(grad * tz, axes=[1])]
+
+
+def jvp_rope_like(ctx: JvpContext, op: RlxOp, tx: Tensor | None, tcos: Tensor | None,
+                  tsin: Tensor | None) -> list[Tensor | None]:
+    """rope / rope_backward: linear in x and, jointly, in the tables on the rotated dims:
+    ``op(t_x, cos, sin) + op(x, t_cos, t_sin) - op(x, 0, 0)`` (the last term removes the
+    pass-through dims ``n_rot ..``, which do not depend on the tables)."""
+    x, cos, sin = ctx.inputs(op)
+    b = ctx.b
+    in_x = None if tx is None else emit_same(b, op, tx, cos, sin)
+    if tcos is None and tsin is None:
+        return [in_x]
+    in_tables = emit_same(b, op, x, ctx.or_zeros(tcos, cos), ctx.or_zeros(tsin, sin))
+    head_dim = op.attr("head_dim")
+    if op.attr("n_rot", head_dim) != head_dim:
+        zeros = ctx.zeros_like(cos)
+        in_tables = in_tables - emit_same(b, op, x, zeros, zeros)
+    return [ctx.add(in_x, in_tables)]
+
+
+JVP.register(RopeOp)(jvp_rope_like)
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+# RLX lifts the norms' x only and panics on group/batch norm, rope and cross-entropy
+# (SPEC 6.4). Here: a batched x shifts the axis (row norms) or folds B into N (group norm,
+# cross-entropy, rope); batched parameters are applied after normalising with gamma = 1,
+# beta = 0, as ``[B, 1.., C, 1..]`` views; nothing is unrolled.
+
+
+def emit_batched(ctx: VmapContext, name: str, op: RlxOp, operands: Sequence[Tensor],
+                 folded: Sequence[bool]) -> Tensor:
+    """``rlx.<name>`` with ``op``'s attributes, ``x`` (operand 0) batched: group norms fold
+    B into N for the ``folded`` operands (then unfold), the row norms shift their axis."""
+    attrs = op.py_attrs()
+    if "num_groups" in attrs:
+        operands = [ctx.fold(v) if f else v for v, f in zip(operands, folded, strict=True)]
+        return ctx.unfold(ctx.b.emit(name, *operands, **attrs))
+    rank = len(shape_of(op.operands[0].type))
+    return ctx.b.emit(name, *operands, **{**attrs,
+                                          "axis": ctx.shift_axis(op.attr("axis", -1), rank)})
+
+
+@VMAP.register(SoftmaxOp, LogSoftmaxOp)
+def _vmap_softmax(ctx: VmapContext, op: SoftmaxLikeOp, xs: Sequence[Tensor],
+                  batched: Sequence[bool]) -> list[Tensor]:
+    (x,) = xs
+    return ctx.emit_like(op, [x], axis=ctx.shift_axis(op.attr("axis", -1), x.ndim - 1))
+
+
+@VMAP.register(LayerNormOp, RmsNormOp, GroupNormOp)
+def _vmap_norm(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+               batched: Sequence[bool]) -> list[Tensor]:
+    """x batched, parameters shared: the op itself; a batched gamma or beta: normalise with
+    gamma = 1 (beta = 0), then scale and shift by the parameters' channel views."""
+    x, gamma, *beta = xs
+    name = op.name.removeprefix("rlx.")
+    params = [gamma, *beta] if not any(batched[1:]) else unit_params(ctx.b, op, gamma)
+    y = (emit_batched(ctx, name, op, [x, *params], [True] + [False] * len(params))
+         if batched[0] else emit_same(ctx.b, op, x, *params))
+    if not any(batched[1:]):
+        return [y]
+    rank = len(shape_of(op.operands[0].type))
+    axis = norm_channel_axis(op, rank)
+    for k, (p, f) in enumerate(zip(xs[1:], batched[1:], strict=True)):
+        view = channel_view(ctx.b, p, axis, rank, f)
+        y = y * view if k == 0 else y + view
+    return [y]
+
+
+def batch_norm_xhat(ctx: VmapContext, op: RlxOp, x: Tensor, mean: Tensor, var: Tensor,
+                    batched: Sequence[bool]) -> Tensor:
+    """``(x - mean) / sqrt(var + eps)`` for ``x [..., C]`` and per-channel statistics,
+    each possibly batched (aligned to ``[B, 1.., C]``)."""
+    rank = len(shape_of(op.operands[0].type))
+    x, mean, var = (ctx.align(v, f, rank) for v, f in zip((x, mean, var), batched, strict=True))
+    return (x - mean) / ctx.b.sqrt(var + op.attr("eps", 1e-5))
+
+
+@VMAP.register(BatchNormInferenceOp)
+def _vmap_batch_norm(ctx: VmapContext, op: BatchNormInferenceOp, xs: Sequence[Tensor],
+                     batched: Sequence[bool]) -> list[Tensor]:
+    """Channels last: a batched x works as it is; batched parameters or statistics:
+    the formula on aligned operands."""
+    if not any(batched[1:]):
+        return ctx.emit_like(op, xs)
+    x, gamma, beta, mean, var = xs
+    rank = len(shape_of(op.x.type))
+    xhat = batch_norm_xhat(ctx, op, x, mean, var, [batched[0], *batched[3:]])
+    return [xhat * ctx.align(gamma, batched[1], rank) + ctx.align(beta, batched[2], rank)]
+
+
+def vmap_fold_rows(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+                   batched: Sequence[bool]) -> list[Tensor]:
+    """Every operand ``[B, N, ...] -> [B*N, ...]`` (lifted first), results unfolded: for
+    ops whose rows are independent (cross-entropy and its backward op)."""
+    folded = [ctx.fold(v) for v in ctx.lift_all(xs, batched)]
+    return [ctx.unfold(r) for r in ctx.emit_like(op, folded)]
+
+
+VMAP.register(SoftmaxCrossEntropyOp)(vmap_fold_rows)
+
+
+def vmap_rope_like(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+                   batched: Sequence[bool]) -> list[Tensor]:
+    """rope / rope_backward. Shared tables: B becomes (or folds into) x's batch dim.
+    Batched tables ``[B, S, h]``: B folds into the positions, ``[B*S, h]``, with x
+    ``[B, S, hid] -> [B*S, hid]`` (``[B, B0, S, hid] -> [B0, B*S, hid]``)."""
+    x, cos, sin = xs
+    if not (batched[1] or batched[2]):
+        if x.ndim == 3:
+            return [emit_same(ctx.b, op, x, cos, sin)]
+        return [ctx.unfold(emit_same(ctx.b, op, ctx.fold(x), cos, sin))]
+    x, cos, sin = ctx.lift_all(xs, batched)
+    tables = [ctx.fold(t) for t in (cos, sin)]
+    if x.ndim == 3:
+        return [emit_same(ctx.b, op, ctx.fold(x), *tables).reshape(x.shape)]
+    size, inner, seq, hidden = x.shape
+    swapped = x.transpose(1, 0, 2, 3).reshape(inner, size * seq, hidden)
+    y = emit_same(ctx.b, op, swapped, *tables).reshape(inner, size, seq, hidden)
+    return [y.transpose(1, 0, 2, 3)]
+
+
+VMAP.register(RopeOp)(vmap_rope_like)
+
+
 # ---------------------------------------------------------------- LOWER rules
 # ``rule(op, e, *operands) -> value`` (docs/lowering.md). Each norm is a few reductions
 # into keep-dims row statistics (one linalg.generic with reduction iterators each, no

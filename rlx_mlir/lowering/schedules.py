@@ -360,6 +360,11 @@ def _guarded(i: int, text: str) -> str:
             f"    ^bb0(%root{i}: !transform.any_op):\n{body}      transform.yield\n    }}\n")
 
 
+def _skipped_kinds() -> set[str]:
+    """``RLX_SCHED_SKIP=vector,batch_matmul,...``: leave those op kinds scalar (debugging)."""
+    return {k.strip() for k in os.environ.get("RLX_SCHED_SKIP", "").split(",") if k.strip()}
+
+
 def plan(module) -> tuple[str, dict[str, int]]:
     """Tag ops of the upstream ``module`` and return (transform script, counts by kind)."""
     from mlir import ir
@@ -405,6 +410,15 @@ def plan(module) -> tuple[str, dict[str, int]]:
             if frag is None:
                 continue
             text, kind = frag, "vector"
+            if "reduction" in info.iterators:
+                kind = "vector_reduction"
+            if op.parent.name != "func.func":
+                kind = "vector_nested"
+            if info.name == "linalg.transpose":
+                kind = "vector_transpose"
+        if kind in _skipped_kinds():
+            hoists.clear()
+            continue
         if hoists:
             text += _FINISH_CONTRACTION.format(i=i, loop=hoists.pop())
         op.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
@@ -508,7 +522,8 @@ def apply_bufferize(module) -> None:
 
 
 MEMPLAN = ("func.func(buffer-hoisting,buffer-loop-hoisting,"
-           "promote-buffers-to-stack{max-alloc-size-in-bytes=65536 max-rank-of-allocated-memref=3}),"
+           f"promote-buffers-to-stack{{max-alloc-size-in-bytes={os.environ.get('RLX_STACK_MAX', '65536')} "
+           "max-rank-of-allocated-memref=3}),"
            "buffer-deallocation-pipeline,canonicalize")
 
 _VECTOR_LOWERING = """module attributes {transform.with_named_sequence} {

@@ -11,3 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 STAGE_HOOKS: dict[str, Callable[[str, Any, Any], str | None]] = {}
+
+
+def _view_graph_stage(stage_spec: str, module: Any, args: Any) -> str | None:
+    """``--view-graph=out.svg``: draw the dataflow graph (``rlx_mlir.tools.view_graph``)."""
+    from rlx_mlir.tools.view_graph import view_graph_stage
+
+    return view_graph_stage(stage_spec, module, args)
+
+
+STAGE_HOOKS["view-graph"] = _view_graph_stage

@@ -7,7 +7,6 @@ import torch
 import torch.nn.functional as F
 
 import rlx_mlir as rlx
-from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.dialects.base import tensor
 from rlx_mlir.testing import check_grads
 
@@ -230,12 +229,11 @@ def test_gradient_penalty_through_conv_backward_ops():
     check_grads(b.module)
 
 
-def test_second_derivative_of_max_pool_is_a_located_error():
+def test_second_derivative_of_max_pool_gathers_at_the_argmax():
     b = rlx.Builder("f")
-    x, dy = b.input("x", (1, 1, 4, 4)), b.param("dy", (1, 1, 2, 2))
-    b.ret(b.max_pool2d_backward(x, dy, kernel=(2, 2)))
-    with pytest.raises(RlxError, match="second derivative of max_pool2d is not supported"):
-        rlx.grad_with_loss(b.module)
+    x, dy = b.input("x", (1, 2, 5, 4)), b.param("dy", (1, 2, 3, 2))
+    b.ret(b.max_pool2d_backward(x, dy, kernel=(3, 2), stride=(2, 2), padding=(1, 0)))
+    check_grads(b.module)
 
 
 # ---------------------------------------------------------------- a small CNN vs torch

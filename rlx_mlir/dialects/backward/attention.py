@@ -307,3 +307,498 @@ def _lower_attention_backward(op: AttentionBackwardOp, e: Emitter, q: SSAValue, 
     ops = GroupedOperands.of(e, cfg, q, k, v, mask)
     recompute = LoweredRecompute(e, ops, GroupedOperands.queries(e, cfg, dy))
     return LOWERED_GRADIENTS[op.attr("wrt")](recompute)
+
+
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# Forward mode through two dedicated ops, so jvp-of-grad (HVPs) stays native:
+#   rlx.attention_jvp            the tangent of rlx.attention
+#   rlx.attention_backward_jvp   the tangent of one rlx.attention_backward gradient
+# Per (batch, query head), with s = scale Q K^T, g = softcap'(s) = 1 - tanh^2(s / cap)
+# (1 without softcap) and g' = -2 tanh(s / cap) g / cap (0 without softcap):
+#   ts = scale (tQ K^T + Q tK^T) ;  tL = g ts (+ tBias) ;  tP = P (tL - rowsum(P tL))
+#   tO = tP V + P tV
+# and, with dP = dO V^T, r = rowsum(dP P), dL = P (dP - r), dS' = g dL:
+#   tdP = tdO V^T + dO tV^T ;  tr = rowsum(tdP P + dP tP)
+#   tdL = tP (dP - r) + P (tdP - tr)  (= tdBias) ;  tdS' = g tdL + g' ts dL
+#   tdQ = scale (tdS' K + dS' tK) ;  tdK = scale (tdS'^T Q + dS'^T tQ) ;  tdV = tP^T dO + P^T tdO
+# Dropped keys have P = 0 and finite tL, so their tangents are exactly 0.
+
+from collections.abc import Sequence  # noqa: E402
+
+from xdsl.irdl import var_operand_def  # noqa: E402
+
+from rlx_mlir.dialects.attention import (  # noqa: E402
+    Contraction,
+    bias_tangent,
+    fold_attention_batch,
+)
+from rlx_mlir.rules import JVP, VJP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
+    from rlx_mlir.transforms.jvp import JvpContext
+
+
+@dataclass
+class TangentRecompute:
+    """:class:`AttentionRecompute` with the tangents of q, k, v, dy split into heads
+    (``t_bias``: the bias tangent, None for other mask kinds)."""
+
+    r: AttentionRecompute
+    tq_heads: np.ndarray
+    tk_heads: np.ndarray
+    tv_heads: np.ndarray
+    tdy_heads: np.ndarray
+    t_bias: np.ndarray | None
+
+    @classmethod
+    def of(cls, cfg: AttentionConfig, primals: Sequence[np.ndarray],
+           tangents: Sequence[np.ndarray], mask: np.ndarray | None = None,
+           t_bias: np.ndarray | None = None) -> TangentRecompute:
+        """``primals`` = q, k, v, dy and ``tangents`` their tangents."""
+        tq, tk, tv, tdy = tangents
+
+        def kv(x: np.ndarray) -> np.ndarray:
+            return expand_kv_heads(split_heads(x, cfg.num_kv_heads), cfg.group)
+
+        return cls(AttentionRecompute.of(cfg, *primals, mask), split_heads(tq, cfg.num_heads),
+                   kv(tk), kv(tv), split_heads(tdy, cfg.num_heads), t_bias)
+
+    def _tanh(self) -> np.ndarray:
+        r = self.r
+        scores = attention_scores(r.q_heads, r.k_heads, r.cfg.scale)
+        return np.tanh(scores / scores.dtype.type(r.cfg.softcap))
+
+    def slope(self) -> np.ndarray | float:
+        """``g = softcap'(s)``."""
+        if self.r.cfg.softcap is None:
+            return 1.0
+        t = self._tanh()
+        return 1 - t * t
+
+    def curvature(self) -> np.ndarray | float:
+        """``g' = softcap''(s)``."""
+        cap = self.r.cfg.softcap
+        if cap is None:
+            return 0.0
+        t = self._tanh()
+        return -2 * t * (1 - t * t) / t.dtype.type(cap)
+
+    @cached_property
+    def t_scores(self) -> np.ndarray:
+        r = self.r
+        return attention_scores(self.tq_heads, r.k_heads, r.cfg.scale) + attention_scores(
+            r.q_heads, self.tk_heads, r.cfg.scale)
+
+    @cached_property
+    def t_probs(self) -> np.ndarray:
+        t_logits = self.slope() * self.t_scores
+        if self.t_bias is not None:
+            t_logits = t_logits + self.t_bias
+        p = self.r.probs
+        return p * (t_logits - (p * t_logits).sum(axis=-1, keepdims=True))
+
+    def t_output(self) -> np.ndarray:
+        r = self.r
+        return merge_heads(self.t_probs @ r.v_heads + r.probs @ self.tv_heads)
+
+    @cached_property
+    def t_d_logits(self) -> np.ndarray:
+        r, p, tp = self.r, self.r.probs, self.t_probs
+        d_probs = r.dy_heads @ np.swapaxes(r.v_heads, -1, -2)
+        t_d_probs = (self.tdy_heads @ np.swapaxes(r.v_heads, -1, -2)
+                     + r.dy_heads @ np.swapaxes(self.tv_heads, -1, -2))
+        row = (d_probs * p).sum(axis=-1, keepdims=True)
+        t_row = (t_d_probs * p + d_probs * tp).sum(axis=-1, keepdims=True)
+        return tp * (d_probs - row) + p * (t_d_probs - t_row)
+
+    def t_d_scores(self) -> np.ndarray:
+        """``tdS' = g tdL + g' ts dL``."""
+        return (self.slope() * self.t_d_logits
+                + self.curvature() * self.t_scores * self.r.d_logits())
+
+
+def _tangent_grad_q(t: TangentRecompute) -> np.ndarray:
+    r = t.r
+    return merge_heads(r.scale() * (t.t_d_scores() @ r.k_heads + r.d_scores() @ t.tk_heads))
+
+
+def _tangent_grad_k(t: TangentRecompute) -> np.ndarray:
+    r = t.r
+    dk = r.scale() * (np.swapaxes(t.t_d_scores(), -1, -2) @ r.q_heads
+                      + np.swapaxes(r.d_scores(), -1, -2) @ t.tq_heads)
+    return merge_heads(reduce_kv_heads(dk, r.cfg.group))
+
+
+def _tangent_grad_v(t: TangentRecompute) -> np.ndarray:
+    r = t.r
+    dv = (np.swapaxes(t.t_probs, -1, -2) @ r.dy_heads
+          + np.swapaxes(r.probs, -1, -2) @ t.tdy_heads)
+    return merge_heads(reduce_kv_heads(dv, r.cfg.group))
+
+
+TANGENT_GRADIENTS: dict[str, Callable[[TangentRecompute], np.ndarray]] = {
+    "q": _tangent_grad_q,
+    "k": _tangent_grad_k,
+    "v": _tangent_grad_v,
+    "bias": lambda t: t.t_d_logits,
+}
+"""``wrt`` -> the tangent of the gradient it selects."""
+
+
+def attention_jvp(cfg: AttentionConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                  tangents: Sequence[np.ndarray], mask: np.ndarray | None = None,
+                  t_bias: np.ndarray | None = None) -> np.ndarray:
+    """The tangent of ``attention(q, k, v, mask)`` along ``tangents`` = (tq, tk, tv)."""
+    zeros = np.zeros_like(q)
+    t = TangentRecompute.of(cfg, (q, k, v, zeros), (*tangents, zeros), mask, t_bias)
+    return t.t_output()
+
+
+def attention_backward_jvp(cfg: AttentionConfig, wrt: str, primals: Sequence[np.ndarray],
+                           tangents: Sequence[np.ndarray], mask: np.ndarray | None = None,
+                           t_bias: np.ndarray | None = None) -> np.ndarray:
+    """The tangent of ``attention_backward(q, k, v, dy, mask)[wrt]`` along (tq, tk, tv, tdy)."""
+    return TANGENT_GRADIENTS[wrt](TangentRecompute.of(cfg, primals, tangents, mask, t_bias))
+
+
+# ---- the ops
+
+JVP_MASK_OPERANDS: dict[str, tuple[str, ...]] = {"custom": ("mask",), "bias": ("mask", "t_bias")}
+"""mask_kind -> the operands after the tangents (a bias mask comes with its tangent)."""
+
+
+def _check_tangent_operands(cfg: AttentionConfig, names: str, types: Sequence[TensorType],
+                            count: int) -> None:
+    """``types`` = ``count`` primals, their ``count`` tangents, then the mask operands."""
+    want = JVP_MASK_OPERANDS.get(cfg.mask_kind, ())
+    if len(types) != 2 * count + len(want):
+        operands = ", ".join([*names.split(","), *(f"t{n}" for n in names.split(",")), *want])
+        raise ShapeError(f"mask_kind '{cfg.mask_kind}' takes operands {operands}, "
+                         f"got {len(types)}")
+    primals, tangents, masks = types[:count], types[count:2 * count], types[2 * count:]
+    check_attention_operands(cfg, [*primals[:3], *masks[:1]])
+    for name, p, t in zip(names.split(","), primals, tangents, strict=True):
+        if t != p:
+            raise ShapeError(f"t{name} must have the type of {name} ({p}), got {t}")
+    if len(masks) == 2 and masks[1] != masks[0]:
+        raise ShapeError(f"t_bias must have the type of the bias ({masks[0]}), got {masks[1]}")
+
+
+@irdl_op_definition
+class AttentionJvpOp(RlxOp):
+    """Forward-mode tangent of ``rlx.attention`` (exact): operands ``q, k, v, tq, tk,
+    tv``, then ``mask`` (custom, bias) and ``t_bias`` (bias: the mask's tangent). The
+    result has q's type; every attribute means what it means on ``rlx.attention``.
+
+    Example::
+
+        %t = rlx.attention_jvp %q, %k, %v, %tq, %tk, %tv {num_heads = 2 : i64,
+            head_dim = 4 : i64, mask_kind = "causal"} : (tensor<1x3x8xf32>,
+            tensor<1x5x8xf32>, tensor<1x5x8xf32>, tensor<1x3x8xf32>, tensor<1x5x8xf32>,
+            tensor<1x5x8xf32>) -> tensor<1x3x8xf32>
+    """
+
+    name = "rlx.attention_jvp"
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    tq = operand_def(TensorType)
+    tk = operand_def(TensorType)
+    tv = operand_def(TensorType)
+    masks = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = AttentionOp.ATTRS
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        _check_tangent_operands(AttentionConfig.from_attrs(attrs), "q,k,v", types, 3)
+        return [types[0]]
+
+
+@irdl_op_definition
+class AttentionBackwardJvpOp(RlxOp):
+    """Forward-mode tangent of ``rlx.attention_backward`` (exact): operands ``q, k, v,
+    dy, tq, tk, tv, tdy``, then ``mask`` (custom, bias) and ``t_bias`` (bias). The
+    result has the type of the ``wrt`` operand, as on ``rlx.attention_backward``.
+
+    Example::
+
+        %t = rlx.attention_backward_jvp %q, %k, %v, %dy, %tq, %tk, %tv, %tdy
+            {num_heads = 1 : i64, head_dim = 4 : i64, wrt = "k"} : (tensor<1x3x4xf32>,
+            tensor<1x5x4xf32>, tensor<1x5x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xf32>,
+            tensor<1x5x4xf32>, tensor<1x5x4xf32>, tensor<1x3x4xf32>) -> tensor<1x5x4xf32>
+    """
+
+    name = "rlx.attention_backward_jvp"
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    tq = operand_def(TensorType)
+    tk = operand_def(TensorType)
+    tv = operand_def(TensorType)
+    tdy = operand_def(TensorType)
+    masks = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = AttentionBackwardOp.ATTRS
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        cfg = AttentionConfig.from_attrs(attrs)
+        wrt = require(attrs, "wrt", str)
+        _check_wrt(cfg, wrt)
+        _check_tangent_operands(cfg, "q,k,v,dy", types, 4)
+        if types[3] != types[0]:
+            raise ShapeError(f"dy must have the type of q ({types[0]}), got {types[3]}")
+        return [types[8 if wrt == "bias" else WRT_OPERAND[wrt]]]
+
+
+@INTERPRET.register(AttentionJvpOp)
+def _interpret_attention_jvp(op: AttentionJvpOp, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                             *rest: np.ndarray) -> np.ndarray:
+    cfg = AttentionConfig.from_attrs(op.py_attrs())
+    with np.errstate(all="ignore"):
+        return attention_jvp(cfg, q, k, v, rest[:3], *rest[3:])
+
+
+@INTERPRET.register(AttentionBackwardJvpOp)
+def _interpret_attention_backward_jvp(op: AttentionBackwardJvpOp,
+                                      *operands: np.ndarray) -> np.ndarray:
+    cfg = AttentionConfig.from_attrs(op.py_attrs())
+    with np.errstate(all="ignore"):
+        return attention_backward_jvp(cfg, op.attr("wrt"), operands[:4], operands[4:8],
+                                      *operands[8:])
+
+
+OPS += [AttentionJvpOp, AttentionBackwardJvpOp]
+
+
+# ---- JVP rules
+
+
+@JVP.register(AttentionBackwardOp)
+def _jvp_attention_backward(ctx: JvpContext, op: AttentionBackwardOp, tq: Tensor | None,
+                            tk: Tensor | None, tv: Tensor | None, tdy: Tensor | None,
+                            *t_mask: Tensor | None) -> list[Tensor | None]:
+    """Linear in dy: a tangent of dy alone is attention_backward(q, k, v, tdy); otherwise
+    one rlx.attention_backward_jvp."""
+    q, k, v, dy, *mask = ctx.inputs(op)
+    attrs = op.py_attrs()
+    bias_moves = attrs.get("mask_kind") == "bias" and t_mask[0] is not None
+    if tq is None and tk is None and tv is None and not bias_moves:
+        return [None if tdy is None else ctx.b.attention_backward(q, k, v, tdy, *mask, **attrs)]
+    tangents = [ctx.or_zeros(t, x) for t, x in zip((tq, tk, tv, tdy), (q, k, v, dy),
+                                                    strict=True)]
+    return [ctx.b.attention_backward_jvp(q, k, v, dy, *tangents, *mask,
+                                         *bias_tangent(ctx, op, t_mask), **attrs)]
+
+
+@VJP.register(AttentionJvpOp)
+def _vjp_attention_jvp(ctx: VjpContext, op: AttentionJvpOp, g: Tensor) -> list[Tensor | None]:
+    """The op is ``J(x) t`` (x = q, k, v[, bias]): linear in t with transpose
+    attention_backward, and ``d/dx <g, J(x) t> = H t`` (the Hessian of ``<g, attention>``
+    is symmetric) = attention_backward_jvp along t with ``tdy = 0``."""
+    q, k, v, tq, tk, tv, *masks = ctx.inputs(op)
+    attrs = op.py_attrs()
+    zeros = ctx.zeros(g.shape, g.dtype)
+
+    def transpose(wrt: str) -> Tensor:
+        return ctx.b.attention_backward(q, k, v, g, *masks[:1], **attrs, wrt=wrt)
+
+    def curvature(wrt: str) -> Tensor:
+        return ctx.b.attention_backward_jvp(q, k, v, g, tq, tk, tv, zeros, *masks, **attrs,
+                                            wrt=wrt)
+
+    wrts = ["q", "k", "v"]
+    kind = attrs.get("mask_kind", "none")
+    mask_grads = [curvature("bias"), transpose("bias")] if kind == "bias" else [None] * len(masks)
+    return [*map(curvature, wrts), *map(transpose, wrts), *mask_grads]
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+# Every operand leads with attention's batch B and the results are per example, so the
+# vmap batch folds into B exactly (dbias too is per element of the folded batch).
+
+VMAP.register(AttentionBackwardOp, AttentionJvpOp, AttentionBackwardJvpOp)(fold_attention_batch)
+
+
+# ---------------------------------------------------------------- LOWER rules of the jvp ops
+# The formulas above on the head-grouped views; a sum of two contractions accumulates the
+# second into the first (one linalg.generic each, no extra add).
+
+
+def contract_into(e: Emitter, c: Contraction, a: SSAValue, b: SSAValue,
+                  acc: SSAValue) -> SSAValue:
+    """``acc + a * b`` under contraction ``c``."""
+    return e.generic([a, b], [acc], [c.a_map, c.b_map, c.out_map], c.iterators,
+                     lambda s, x, y, o: s.add(o, s.mul(x, y)))
+
+
+def contract_sum(e: Emitter, c: Contraction, first: tuple[SSAValue, SSAValue],
+                 second: tuple[SSAValue, SSAValue]) -> SSAValue:
+    """``c(*first) + c(*second)``."""
+    return contract_into(e, c, *second, c.emit(e, *first))
+
+
+@dataclass
+class LoweredTangents:
+    """The tangent formulas in the lowered module; each quantity emitted on first use.
+
+    ``ops``/``t``: grouped primals and tangents (``t.mask`` is the bias tangent);
+    ``dy``/``tdy``: grouped output cotangent and its tangent (None for attention_jvp).
+    """
+
+    e: Emitter
+    ops: GroupedOperands
+    t: GroupedOperands
+    dy: SSAValue | None = None
+    tdy: SSAValue | None = None
+
+    @property
+    def cfg(self) -> AttentionConfig:
+        return self.ops.cfg
+
+    @cached_property
+    def qk(self) -> SSAValue:
+        return SCORES_CONTRACTION.emit(self.e, self.ops.q, self.ops.k)
+
+    @cached_property
+    def probs(self) -> SSAValue:
+        return lowered_probs(self.e, self.ops, self.qk)
+
+    @cached_property
+    def t_qk(self) -> SSAValue:
+        """Unscaled ``tQ K^T + Q tK^T``."""
+        return contract_sum(self.e, SCORES_CONTRACTION, (self.t.q, self.ops.k),
+                            (self.ops.q, self.t.k))
+
+    def _tanh(self, s: Emitter, qk: SSAValue) -> SSAValue:
+        return s.tanh(s.div(scaled_scores(s, self.cfg, qk), self.cfg.softcap))
+
+    @cached_property
+    def t_probs(self) -> SSAValue:
+        cfg, bias = self.cfg, [self.t.mask] if self.cfg.mask_kind == "bias" else []
+
+        def t_logit(s: Emitter, tqk: SSAValue, qk: SSAValue, *t_bias: SSAValue) -> SSAValue:
+            tl = s.mul(tqk, cfg.scale)
+            if cfg.softcap is not None:
+                th = self._tanh(s, qk)
+                tl = s.mul(tl, s.sub(1.0, s.mul(th, th)))
+            return s.add(tl, t_bias[0]) if t_bias else tl
+
+        t_logits = with_rows(self.e, [self.t_qk, self.qk, *bias], [], t_logit)
+        row = row_reduce(self.e, [self.probs, t_logits], 0.0,
+                         lambda s, p, tl, acc: s.add(acc, s.mul(p, tl)))
+        return with_rows(self.e, [self.probs, t_logits], [row],
+                         lambda s, p, tl, r: s.mul(p, s.sub(tl, r)))
+
+    @cached_property
+    def d_probs(self) -> SSAValue:
+        return SCORES_CONTRACTION.emit(self.e, self.dy, self.ops.v)
+
+    @cached_property
+    def d_row(self) -> SSAValue:
+        return row_reduce(self.e, [self.d_probs, self.probs], 0.0,
+                          lambda s, dp, p, acc: s.add(acc, s.mul(dp, p)))
+
+    @cached_property
+    def d_logits(self) -> SSAValue:
+        return with_rows(self.e, [self.probs, self.d_probs], [self.d_row],
+                         lambda s, p, dp, r: s.mul(p, s.sub(dp, r)))
+
+    @cached_property
+    def t_d_logits(self) -> SSAValue:
+        """``tdL = tP (dP - r) + P (tdP - tr)``."""
+        t_dp = contract_sum(self.e, SCORES_CONTRACTION, (self.tdy, self.ops.v),
+                            (self.dy, self.t.v))
+        full = [self.t_probs, self.d_probs, self.probs, t_dp]
+        t_row = row_reduce(self.e, full, 0.0, lambda s, tp, dp, p, tdp, acc: s.add(
+            acc, s.add(s.mul(tdp, p), s.mul(dp, tp))))
+
+        def body(s: Emitter, tp: SSAValue, dp: SSAValue, p: SSAValue, tdp: SSAValue,
+                 r: SSAValue, tr: SSAValue) -> SSAValue:
+            return s.add(s.mul(tp, s.sub(dp, r)), s.mul(p, s.sub(tdp, tr)))
+
+        return with_rows(self.e, full, [self.d_row, t_row], body)
+
+    @cached_property
+    def scaled_d_scores(self) -> SSAValue:
+        """``scale * g dL``."""
+        def body(s: Emitter, dl: SSAValue, qk: SSAValue) -> SSAValue:
+            if self.cfg.softcap is not None:
+                th = self._tanh(s, qk)
+                dl = s.mul(dl, s.sub(1.0, s.mul(th, th)))
+            return s.mul(dl, self.cfg.scale)
+
+        return with_rows(self.e, [self.d_logits, self.qk], [], body)
+
+    @cached_property
+    def t_scaled_d_scores(self) -> SSAValue:
+        """``scale * (g tdL + g' ts dL)``."""
+        cfg = self.cfg
+
+        def body(s: Emitter, tdl: SSAValue, dl: SSAValue, qk: SSAValue,
+                 tqk: SSAValue) -> SSAValue:
+            if cfg.softcap is not None:
+                th = self._tanh(s, qk)
+                g = s.sub(1.0, s.mul(th, th))
+                curvature = s.mul(s.mul(th, g), -2.0 / cfg.softcap)
+                ts = s.mul(tqk, cfg.scale)
+                tdl = s.add(s.mul(tdl, g), s.mul(s.mul(curvature, ts), dl))
+            return s.mul(tdl, cfg.scale)
+
+        return with_rows(self.e, [self.t_d_logits, self.d_logits, self.qk, self.t_qk], [], body)
+
+
+def _lower_tangent_q(t: LoweredTangents) -> SSAValue:
+    dq = contract_sum(t.e, KEYS_CONTRACTION, (t.t_scaled_d_scores, t.ops.k),
+                      (t.scaled_d_scores, t.t.k))
+    return merge_groups(t.e, dq, GROUPED_HEADS)
+
+
+def _lower_tangent_k(t: LoweredTangents) -> SSAValue:
+    dk = contract_sum(t.e, QUERIES_CONTRACTION, (t.t_scaled_d_scores, t.ops.q),
+                      (t.scaled_d_scores, t.t.q))
+    return merge_groups(t.e, dk, KV_HEADS)
+
+
+def _lower_tangent_v(t: LoweredTangents) -> SSAValue:
+    dv = contract_sum(t.e, QUERIES_CONTRACTION, (t.t_probs, t.dy), (t.probs, t.tdy))
+    return merge_groups(t.e, dv, KV_HEADS)
+
+
+LOWERED_TANGENTS: dict[str, Callable[[LoweredTangents], SSAValue]] = {
+    "q": _lower_tangent_q,
+    "k": _lower_tangent_k,
+    "v": _lower_tangent_v,
+    "bias": lambda t: merge_groups(t.e, t.t_d_logits, GROUPED_SCORES),
+}
+"""``wrt`` -> the lowering of the tangent of the gradient it selects."""
+
+
+def _grouped(e: Emitter, cfg: AttentionConfig, primals: Sequence[SSAValue],
+             tangents: Sequence[SSAValue], masks: Sequence[SSAValue]) -> LoweredTangents:
+    """Grouped views of q, k, v (+ dy) and their tangents, mask and bias tangent."""
+    mask, t_bias = (list(masks) + [None, None])[:2]
+    ops = GroupedOperands.of(e, cfg, *primals[:3], mask)
+    t = GroupedOperands.of(e, cfg, *tangents[:3], t_bias)
+    dys = [GroupedOperands.queries(e, cfg, x) for x in (*primals[3:], *tangents[3:])]
+    return LoweredTangents(e, ops, t, *dys)
+
+
+@LOWER.register(AttentionJvpOp)
+def _lower_attention_jvp(op: AttentionJvpOp, e: Emitter, *operands: SSAValue) -> SSAValue:
+    cfg = AttentionConfig.from_attrs(op.py_attrs())
+    t = _grouped(e, cfg, operands[:3], operands[3:6], operands[6:])
+    out = contract_sum(e, KEYS_CONTRACTION, (t.t_probs, t.ops.v), (t.probs, t.t.v))
+    return merge_groups(e, out, GROUPED_HEADS)
+
+
+@LOWER.register(AttentionBackwardJvpOp)
+def _lower_attention_backward_jvp(op: AttentionBackwardJvpOp, e: Emitter,
+                                  *operands: SSAValue) -> SSAValue:
+    cfg = AttentionConfig.from_attrs(op.py_attrs())
+    t = _grouped(e, cfg, operands[:4], operands[4:8], operands[8:])
+    return LOWERED_TANGENTS[op.attr("wrt")](t)

@@ -23,7 +23,6 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
-from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.dialects.base import (
     RlxOp,
     ShapeError,
@@ -294,9 +293,10 @@ def _vjp_conv2d_backward_weight(ctx: VjpContext, op: Conv2dBackwardWeightOp,
 @VJP.register(MaxPool2dBackwardOp)
 def _vjp_max_pool2d_backward(ctx: VjpContext, op: MaxPool2dBackwardOp,
                              g: Tensor) -> list[Tensor | None]:
-    """Not supported: the dy-gradient would gather ``g`` at each window's argmax."""
-    raise RlxError("second derivative of max_pool2d is not supported "
-                   "('rlx.max_pool2d_backward' has no vjp rule)", op=op)
+    """Linear in dy: its transpose gathers ``g`` at each window's first argmax
+    (``max_pool2d_jvp``); x gets none (zero almost everywhere)."""
+    x, _ = ctx.inputs(op)
+    return [None, ctx.b.max_pool2d_jvp(x, g, **op.py_attrs())]
 
 
 # ---------------------------------------------------------------- max_pool2d_jvp

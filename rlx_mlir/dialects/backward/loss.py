@@ -106,3 +106,38 @@ def _lower_softmax_cross_entropy_backward(op: SoftmaxCrossEntropyBackwardOp, e: 
 
     column = [e.reshape(v, [rows, 1]) for v in (labels, d_loss)]
     return e.elementwise([logits, column[0], peak, total, column[1]], element_of(logits), body)
+
+
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# ``dz = (softmax(z) - onehot) * d``: linear in d; in z, the softmax JVP scaled by d
+# (needed for Hessian-vector products through cross-entropy).
+
+from typing import TYPE_CHECKING  # noqa: E402
+
+from rlx_mlir.dialects.nn import vmap_fold_rows  # noqa: E402
+from rlx_mlir.rules import JVP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.jvp import JvpContext
+
+
+@JVP.register(SoftmaxCrossEntropyBackwardOp)
+def _jvp_softmax_cross_entropy_backward(ctx: JvpContext, op: SoftmaxCrossEntropyBackwardOp,
+                                        tz: Tensor | None, _t_labels: Tensor | None,
+                                        td: Tensor | None) -> list[Tensor | None]:
+    """``p * (t_z - sum(p * t_z)) * d + op(z, labels, t_d)`` with ``p = softmax(z)``."""
+    z, labels, d = ctx.inputs(op)
+    b = ctx.b
+    in_d = None if td is None else b.softmax_cross_entropy_backward(z, labels, td)
+    in_z = None
+    if tz is not None:
+        p = b.softmax(z, axis=1)
+        in_z = p * (tz - b.reduce_sum(p * tz, axes=[1], keep_dims=True)) * d.reshape(-1, 1)
+    return [ctx.add(in_z, in_d)]
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+# RLX panics (2-D logits only, SPEC 6.4); rows are independent, so B folds into N.
+
+VMAP.register(SoftmaxCrossEntropyBackwardOp)(vmap_fold_rows)

@@ -672,3 +672,236 @@ def _lower_rope_backward(op: RopeBackwardOp, e: Any, dy: SSAValue, cos: SSAValue
     """Rope with ``sin`` negated: the partner term's signs flip to ``(+1, -1)``."""
     head_dim = op.attr("head_dim")
     return rope_lowering(e, dy, cos, sin, head_dim, op.attr("n_rot", head_dim), (1.0, -1.0))
+
+
+# ---------------------------------------------------------------- JVP rules (SPEC 4.6)
+# Needed for Hessian-vector products (jvp of a gradient). Each op is linear in dy (and,
+# through ``g = dy * gamma``, in gamma); the x-derivative of the input gradients is
+# derived on the rows view (``[N, G, C/G * spatial]`` for group norm):
+#   ``t_xhat = inv * (t_c - x_hat * a)``, ``a = mean(x_hat * t)``, ``t_c = t - mean(t)``
+#   (``t`` for RMS), ``m = mean(g * x_hat)``,
+#   ``t_dx = -inv * (a * dx + t_xhat * m + x_hat * mean(g * t_xhat))``.
+
+from collections.abc import Sequence  # noqa: E402
+
+from rlx_mlir.dialects.nn import (  # noqa: E402
+    batch_norm_xhat,
+    channel_view,
+    emit_batched,
+    emit_same,
+    jvp_rope_like,
+    vmap_rope_like,
+)
+from rlx_mlir.dialects.shape import linear  # noqa: E402
+from rlx_mlir.rules import JVP, VMAP  # noqa: E402
+
+if TYPE_CHECKING:
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
+
+GROUP_OPS = (GroupNormBackwardInputOp, GroupNormBackwardGammaOp, GroupNormBackwardBetaOp)
+
+
+def centered_eps(op: RlxOp) -> tuple[bool, float]:
+    """(centered, eps) of a norm backward op: RMS norm is the uncentered one."""
+    kind = type(op)
+    default = getattr(kind, "EPS", 1e-5)
+    return getattr(kind, "CENTERED", True), op.attr("eps", default)
+
+
+def rows_view(op: RlxOp, v: Tensor) -> Tensor:
+    """``v`` as the rows the statistics run over: ``[N, G, -1]`` for group norm."""
+    if isinstance(op, GROUP_OPS):
+        return v.reshape(v.shape[0], op.attr("num_groups"), -1)
+    return v
+
+
+def row_stats(x: Tensor, centered: bool, eps: float) -> tuple[Tensor, Tensor]:
+    """``(x_hat, inv)`` over the last axis, keep-dims (as normalize_rows)."""
+    last = x.ndim - 1
+    xc = x - x.mean(axis=last, keepdims=True) if centered else x
+    inv = x.builder.rsqrt((xc * xc).mean(axis=last, keepdims=True) + eps)
+    return xc * inv, inv
+
+
+def input_grad_tangent(x: Tensor, g: Tensor, dx: Tensor, t: Tensor, centered: bool,
+                       eps: float) -> Tensor:
+    """Tangent along ``t`` (of x) of ``dx = inv (g - mean(g) - x_hat mean(g x_hat))``."""
+    last = x.ndim - 1
+
+    def mean(v: Tensor) -> Tensor:
+        return v.mean(axis=last, keepdims=True)
+
+    x_hat, inv = row_stats(x, centered, eps)
+    a = mean(x_hat * t)
+    t_xhat = inv * ((t - mean(t) if centered else t) - x_hat * a)
+    return -inv * (a * dx + t_xhat * mean(g * x_hat) + x_hat * mean(g * t_xhat))
+
+
+def channel_axis(op: RlxOp, rank: int) -> int:
+    """The per-channel axis of x or dy: 1 for group norm, the last one otherwise."""
+    return 1 if isinstance(op, GROUP_OPS) else rank - 1
+
+
+@JVP.register(LayerNormBackwardInputOp, RmsNormBackwardInputOp, GroupNormBackwardInputOp)
+def _jvp_norm_input(ctx: JvpContext, op: RlxOp, tx: Tensor | None, tgamma: Tensor | None,
+                    tdy: Tensor | None) -> list[Tensor | None]:
+    x, gamma, dy = ctx.inputs(op)
+    (dx,) = ctx.outputs(op)
+    b = ctx.b
+    in_dy = None if tdy is None else emit_same(b, op, x, gamma, tdy)
+    in_gamma = None if tgamma is None else emit_same(b, op, x, tgamma, dy)
+    in_x = None
+    if tx is not None:
+        g = dy * channel_view(b, gamma, channel_axis(op, x.ndim), x.ndim)
+        rows = [rows_view(op, v) for v in (x, g, dx, tx)]
+        in_x = input_grad_tangent(*rows, *centered_eps(op)).reshape(x.shape)
+    return [ctx.add(in_dy, in_gamma, in_x)]
+
+
+NORM_INPUT_OF_GAMMA = {
+    LayerNormBackwardGammaOp: "layer_norm_backward_input",
+    RmsNormBackwardGammaOp: "rms_norm_backward_input",
+    GroupNormBackwardGammaOp: "group_norm_backward_input",
+}
+
+
+def sum_but_channel_axis(v: Tensor, axis: int) -> Tensor:
+    """``v`` summed over every axis but ``axis`` (kept dims dropped)."""
+    axes = [a for a in range(v.ndim) if a != axis]
+    return v.builder.reduce_sum(v, axes=axes) if axes else v
+
+
+@JVP.register(LayerNormBackwardGammaOp, RmsNormBackwardGammaOp, GroupNormBackwardGammaOp)
+def _jvp_norm_gamma(ctx: JvpContext, op: RlxOp, tx: Tensor | None,
+                    tdy: Tensor | None) -> list[Tensor | None]:
+    """``sum(t_dy * x_hat) + sum(dy * t_xhat)``; ``t_xhat`` is the input-gradient op with
+    gamma = 1 applied to ``t_x`` (the normalisation's Jacobian is symmetric)."""
+    x, dy = ctx.inputs(op)
+    b = ctx.b
+    in_dy = None if tdy is None else emit_same(b, op, x, tdy)
+    in_x = None
+    if tx is not None:
+        ones = b.full(shape_of(op.results[0].type), 1.0, x.dtype)
+        t_xhat = b.emit(NORM_INPUT_OF_GAMMA[type(op)], x, ones, tx, **op.py_attrs())
+        in_x = sum_but_channel_axis(dy * t_xhat, channel_axis(op, x.ndim))
+    return [ctx.add(in_dy, in_x)]
+
+
+JVP.register(GroupNormBackwardBetaOp, BatchNormInferenceBackwardBetaOp)(linear)
+
+
+def var_factor(op: RlxOp, var: Tensor, tvar: Tensor | None) -> Tensor | None:
+    """``d/dvar`` of ``1 / sqrt(var + eps)`` relative to it, along ``t_var``."""
+    return None if tvar is None else tvar * -0.5 / (var + op.attr("eps", 1e-5))
+
+
+@JVP.register(BatchNormInferenceBackwardInputOp)
+def _jvp_batch_norm_input(ctx: JvpContext, op: RlxOp, tgamma: Tensor | None,
+                          tvar: Tensor | None, tdy: Tensor | None) -> list[Tensor | None]:
+    """``dy * gamma * s``: linear in dy and gamma; ``s`` scales by ``-t_var / (2 (var+eps))``."""
+    gamma, var, dy = ctx.inputs(op)
+    (dx,) = ctx.outputs(op)
+    in_dy = None if tdy is None else emit_same(ctx.b, op, gamma, var, tdy)
+    in_gamma = None if tgamma is None else emit_same(ctx.b, op, tgamma, var, dy)
+    factor = var_factor(op, var, tvar)
+    return [ctx.add(in_dy, in_gamma, None if factor is None else dx * factor)]
+
+
+@JVP.register(BatchNormInferenceBackwardGammaOp)
+def _jvp_batch_norm_gamma(ctx: JvpContext, op: RlxOp, tx: Tensor | None, tmean: Tensor | None,
+                          tvar: Tensor | None, tdy: Tensor | None) -> list[Tensor | None]:
+    """``sum(dy (x - mean) s)``: linear in dy and in ``x - mean``; var as in the input op."""
+    x, mean, var, dy = ctx.inputs(op)
+    (dgamma,) = ctx.outputs(op)
+    b = ctx.b
+    in_dy = None if tdy is None else emit_same(b, op, x, mean, var, tdy)
+    in_shift = None
+    if tx is not None or tmean is not None:
+        in_shift = emit_same(b, op, ctx.or_zeros(tx, x), ctx.or_zeros(tmean, mean), var, dy)
+    factor = var_factor(op, var, tvar)
+    return [ctx.add(in_dy, in_shift, None if factor is None else dgamma * factor)]
+
+
+JVP.register(RopeBackwardOp)(jvp_rope_like)
+
+
+# ---------------------------------------------------------------- batching rules (SPEC 6.2)
+# RLX lifts the layer-norm ones only (making dgamma per sample) and panics on the rest
+# (SPEC 6.4). Input gradients: a batched gamma is folded into dy (``g = dy * gamma``, then
+# gamma = 1); x and dy are lifted and the op runs with its axis shifted (row norms) or B
+# folded into N (group norm). Parameter gradients sum over rows, so B is never folded into
+# the rows: they are composed per sample (``x_hat`` from the forward op, summed over every
+# axis but B and the channel axis).
+
+NORM_OF = {
+    LayerNormBackwardInputOp: "layer_norm", LayerNormBackwardGammaOp: "layer_norm",
+    RmsNormBackwardInputOp: "rms_norm", RmsNormBackwardGammaOp: "rms_norm",
+    GroupNormBackwardInputOp: "group_norm", GroupNormBackwardGammaOp: "group_norm",
+}
+
+
+@VMAP.register(LayerNormBackwardInputOp, RmsNormBackwardInputOp, GroupNormBackwardInputOp)
+def _vmap_norm_input(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+                     batched: Sequence[bool]) -> list[Tensor]:
+    x, gamma, dy = xs
+    rank = len(shape_of(op.operands[0].type))
+    if batched[1]:
+        dy = dy * channel_view(ctx.b, gamma, channel_axis(op, rank), rank, batched=True)
+        gamma = ctx.b.full(gamma.shape[1:], 1.0, gamma.dtype)
+    x, dy = ctx.lift(x, batched[0]), ctx.lift(dy, dy.ndim > rank)
+    return [emit_batched(ctx, op.name.removeprefix("rlx."), op, [x, gamma, dy],
+                         [True, False, True])]
+
+
+def per_sample_sum(ctx: VmapContext, v: Tensor, op: RlxOp, rank: int) -> Tensor:
+    """``[B, *shape] -> [B, C]``: summed over every axis but B and the channel axis."""
+    keep = channel_axis(op, rank) + 1
+    axes = [a for a in range(1, rank + 1) if a != keep]
+    return ctx.b.reduce_sum(v, axes=axes) if axes else v
+
+
+@VMAP.register(LayerNormBackwardGammaOp, RmsNormBackwardGammaOp, GroupNormBackwardGammaOp)
+def _vmap_norm_gamma(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+                     batched: Sequence[bool]) -> list[Tensor]:
+    """``sum_rows(dy * x_hat)`` per sample, ``x_hat`` by the forward op (gamma = 1, beta = 0)."""
+    x, dy = ctx.lift_all(xs, batched)
+    rank = x.ndim - 1
+    size = shape_of(op.results[0].type)
+    params = [ctx.b.full(size, 1.0, x.dtype)]
+    if NORM_OF[type(op)] != "rms_norm":
+        params.append(ctx.b.full(size, 0.0, x.dtype))
+    x_hat = emit_batched(ctx, NORM_OF[type(op)], op, [x, *params],
+                         [True] + [False] * len(params))
+    return [per_sample_sum(ctx, dy * x_hat, op, rank)]
+
+
+@VMAP.register(GroupNormBackwardBetaOp, BatchNormInferenceBackwardBetaOp)
+def _vmap_sum_beta(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+                   batched: Sequence[bool]) -> list[Tensor]:
+    (dy,) = xs
+    return [per_sample_sum(ctx, dy, op, dy.ndim - 1)]
+
+
+@VMAP.register(BatchNormInferenceBackwardInputOp)
+def _vmap_batch_norm_input(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+                           batched: Sequence[bool]) -> list[Tensor]:
+    """Shared gamma and var: the op itself (channels last); else the formula, aligned."""
+    if not (batched[0] or batched[1]):
+        return ctx.emit_like(op, xs)
+    rank = len(shape_of(op.results[0].type))
+    gamma, var, dy = (ctx.align(v, f, rank) for v, f in zip(xs, batched, strict=True))
+    return [dy * gamma / ctx.b.sqrt(var + op.attr("eps", 1e-5))]
+
+
+@VMAP.register(BatchNormInferenceBackwardGammaOp)
+def _vmap_batch_norm_gamma(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
+                           batched: Sequence[bool]) -> list[Tensor]:
+    """``sum(dy * (x - mean) / sqrt(var + eps))`` per sample."""
+    x, mean, var, dy = xs
+    rank = len(shape_of(op.operands[0].type))
+    x_hat = batch_norm_xhat(ctx, op, x, mean, var, batched[:3])
+    return [per_sample_sum(ctx, ctx.align(dy, batched[3], rank) * x_hat, op, rank)]
+
+
+VMAP.register(RopeBackwardOp)(vmap_rope_like)
