@@ -97,7 +97,9 @@ def test_thread_split_ir(monkeypatch):
 def test_elementwise_chain_is_fused_and_vectorized():
     texts = stage_texts(chain_module(64, 256))
     after = texts["schedule"]
-    assert after.count("linalg.generic") == 0, "every generic should be vectorized"
+    # the elementwise chain is vectorized; only the row-sum reduction stays a scalar generic
+    # (vectorized reductions are off by default: RLX_VECTORIZE_REDUCTIONS, see docs)
+    assert after.count("linalg.generic") <= 1
     assert re.search(r"vector<1x64xf32>|vector<64xf32>", after)
     assert schedules.LAST_COUNTS.get("vector", 0) >= 1
 
