@@ -79,7 +79,10 @@ class Executable:
         self.engine = engine
         self.signature = signature
         self.name = signature.name
-        self.results = tuple(ResultSpec(shape_of(t), numpy_dtype(t)) for t in signature.results)
+        every = [ResultSpec(shape_of(t), numpy_dtype(t)) for t in signature.results]
+        self.result_map = engine.result_maps.get(self.name) or list(range(len(every)))
+        unique = sorted(set(self.result_map))
+        self.results = tuple(every[self.result_map.index(u)] for u in unique)
         self._fn = engine.packed_function(signature.name)
         shapes = [a.shape for a in signature.args] + [r.shape for r in self.results]
         self._descriptors = [make_descriptor(s) for s in shapes]
@@ -97,7 +100,18 @@ class Executable:
             for desc, array in zip(self._descriptors, (*inputs, *outputs), strict=True):
                 desc.allocated = desc.aligned = array.ctypes.data
             self._fn(self._packed)
-        return outputs
+        return self._expand(outputs)
+
+    def _expand(self, unique: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """Results in the function's order; a value returned twice comes back as copies."""
+        if len(unique) == len(self.result_map):
+            return unique
+        seen: set[int] = set()
+        outputs = []
+        for index in self.result_map:
+            outputs.append(unique[index].copy() if index in seen else unique[index])
+            seen.add(index)
+        return tuple(outputs)
 
     def __repr__(self) -> str:
         return f"<rlx Executable @{self.name} {self.engine.key[:12]}>"
@@ -138,6 +152,9 @@ class Engine:
     llvm_text: str
     signatures: dict[str, Signature]
     default_entry: str
+    result_maps: dict[str, list[int]] = field(default_factory=dict)
+    """Per function: for each result, which distinct returned value it is (a value
+    returned twice is compiled once: MLIR's out-params pass cannot alias results)."""
     timings: dict[str, float] = field(default_factory=dict)
     _handles: tuple[Any, ...] = ()
 
@@ -214,7 +231,8 @@ def _load_from_disk(key: str) -> Engine | None:
     except (OSError, ValueError):
         return None
     signatures = {n: signature_from_json(s) for n, s in meta["signatures"].items()}
-    return Engine(key, llvm_text, signatures, meta["default_entry"])
+    return Engine(key, llvm_text, signatures, meta["default_entry"],
+                  meta.get("result_maps", {}))
 
 
 def _store_on_disk(engine: Engine) -> None:
@@ -222,7 +240,7 @@ def _store_on_disk(engine: Engine) -> None:
     if folder is None:
         return
     meta = {"signatures": {n: signature_to_json(s) for n, s in engine.signatures.items()},
-            "default_entry": engine.default_entry}
+            "default_entry": engine.default_entry, "result_maps": engine.result_maps}
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _atomic_write(folder / f"{engine.key}.llvm.mlir", engine.llvm_text)
@@ -246,12 +264,36 @@ def _lower(module: ModuleOp, key: str) -> Engine:
     from rlx_mlir.lowering.upstream import lower_to_llvm
 
     started = time.perf_counter()
-    llvm_text = lower_to_llvm(module)
     public = [op for op in module.ops if _is_public_func(op)]
     signatures = {f.sym_name.data: Signature.of(f) for f in public}
-    engine = Engine(key, llvm_text, signatures, find_func(module).sym_name.data)
+    unique = module.clone()
+    result_maps = {f.sym_name.data: dedupe_results(f)
+                   for f in unique.ops if _is_public_func(f)}
+    llvm_text = lower_to_llvm(unique)
+    engine = Engine(key, llvm_text, signatures, find_func(module).sym_name.data,
+                    {n: m for n, m in result_maps.items() if m != list(range(len(m)))})
     engine.timings["lowering_s"] = time.perf_counter() - started
     return engine
+
+
+def dedupe_results(f: Any) -> list[int]:
+    """Return each distinct value once; the map says which one each result was."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import FunctionType
+
+    ret = f.body.block.last_op
+    distinct: list[Any] = []
+    mapping = []
+    for value in ret.operands:
+        if value not in distinct:
+            distinct.append(value)
+        mapping.append(distinct.index(value))
+    if len(distinct) < len(mapping):
+        f.body.block.insert_op_before(func.ReturnOp(*distinct), ret)
+        f.body.block.erase_op(ret)
+        f.function_type = FunctionType.from_lists(
+            list(f.function_type.inputs.data), [v.type for v in distinct])
+    return mapping
 
 
 def _is_public_func(op: Any) -> bool:

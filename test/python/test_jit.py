@@ -321,3 +321,20 @@ def test_rlx_opt_print_after_all_upstream(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "IR after upstream stage 'bufferize'" in done.stderr
     assert "llvm.func @_mlir_ciface_f" in done.stdout
+
+
+def test_a_value_returned_twice_comes_back_as_two_arrays():
+    """grad(x + y) returns d_output for both x and y: one SSA value, two results."""
+    import rlx_mlir as rlx
+
+    b = rlx.Builder("f")
+    x, y = b.param("x", (4,)), b.param("y", (4,))
+    b.ret(x + y)
+    rlx.grad_with_loss(b.module, "f")
+    d = np.arange(4, dtype=np.float32)
+    loss, dx, dy = rlx.compile(b.module, entry="f_grad")(np.ones(4, np.float32),
+                                                        np.ones(4, np.float32), d)
+    np.testing.assert_array_equal(dx, d)
+    np.testing.assert_array_equal(dy, d)
+    dx[0] = 99.0
+    assert dy[0] == 0.0   # distinct arrays, not aliases
