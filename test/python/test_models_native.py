@@ -4,10 +4,10 @@ block's per-example gradients (vmap of grad) and Hessian-vector products (jvp of
 import numpy as np
 import torch
 import torch.nn.functional as F
+from test_models_grad import assert_grads_match, random_args, torch_block, torch_params
 
 import rlx_mlir as rlx
 from rlx_mlir.models import mlp_loss, transformer_block_loss
-from test_models_grad import assert_grads_match, random_args, torch_block, torch_params
 
 
 def native_grads(module, entry, args):
