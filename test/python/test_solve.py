@@ -319,3 +319,20 @@ def test_vmap_dense_solve_matches_scalar_runs(op, a_shape, b_shape, names, rng):
         (want,) = rlx.interpret(module, a[i] if "A" in names else a,
                                 b[i] if "B" in names else b, entry="f")
         np.testing.assert_allclose(got[i], want, rtol=1e-12)
+
+
+def test_scan_trajectory_backward_euler_records_waveform():
+    """Row t of the trajectory is the state after step t+1; the last row is the final state."""
+    b = rlx.Builder("f")
+    x0, mat = b.input("x0", (5,), "f64"), b.input("M", (5, 5), "f64")
+    b.ret(b.scan(x0, lambda s, c, m: s.dense_solve(m, c), length=STEPS, bcasts=[mat],
+                 save_trajectory=True))
+    m, x = heat_matrix(), np.sin(np.pi * np.arange(1, 6) / 6)
+    rows = []
+    for _ in range(STEPS):
+        x = np.linalg.solve(m, x)
+        rows.append(x)
+    for run in (lambda: rlx.interpret(b.module, np.sin(np.pi * np.arange(1, 6) / 6), m),
+                lambda: rlx.compile(b.module)(np.sin(np.pi * np.arange(1, 6) / 6), m)):
+        (traj,) = run()
+        np.testing.assert_allclose(traj, np.stack(rows), rtol=1e-12)
