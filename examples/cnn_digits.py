@@ -11,14 +11,16 @@ on NCHW images ``[N, 1, 8, 8]``. Writes ``cnn_digits_loss.png``.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
-from example_utils import Adam, dense_init, load_digits_split, minibatches, plot_losses
+from example_utils import (
+    dense_init,
+    fit_classifier,
+    load_digits_split,
+)
 
 import rlx_mlir as rlx
-from rlx_mlir.progress import ProgressBar
 
 
 def init_cnn(rng: np.random.Generator, c1: int = 8, c2: int = 16) -> dict[str, np.ndarray]:
@@ -58,26 +60,8 @@ def train(epochs: int = 15, batch: int = 64, lr: float = 3e-3, seed: int = 0,
     x_train, y_train, x_test, y_test = load_digits_split(seed=seed, images=True)
     rng = np.random.default_rng(seed)
     params = init_cnn(rng)
-    step = rlx.value_and_grad(loss_fn)
-    opt = Adam(params, lr)
-    t0 = time.perf_counter()
-    step(params, x_train[:batch], y_train[:batch])  # trace + compile once
-    print(f"traced, differentiated and compiled the step in {time.perf_counter() - t0:.1f} s")
-    losses: list[float] = []
-    bar = ProgressBar(epochs * (len(x_train) // batch), "train")
-    for _ in range(epochs):
-        for idx in minibatches(len(x_train), batch, rng):
-            loss, grads = step(params, x_train[idx], y_train[idx])
-            opt.step(params, grads)
-            losses.append(float(loss))
-            bar.update(loss=float(loss))
-    acc = accuracy(params, x_test, y_test)
-    print(f"loss {np.mean(losses[:10]):.3f} -> {np.mean(losses[-10:]):.3f}; "
-          f"test accuracy {acc:.2%}")
-    if out is not None:
-        plot_losses(losses, out, "CNN on digits, native rlx-mlir")
-        print(f"plot: {out}")
-    return {"losses": losses, "test_accuracy": acc, "params": params}
+    return fit_classifier(loss_fn, params, (x_train, y_train, x_test, y_test), accuracy,
+                          epochs, batch, lr, rng, out, "CNN on digits, native rlx-mlir")
 
 
 def main() -> None:

@@ -79,3 +79,35 @@ def plot_losses(losses: list[float], path: Path, title: str,
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def fit_classifier(loss_fn, params: dict, data: tuple, accuracy, epochs: int, batch: int,
+                   lr: float, rng: np.random.Generator, out: Path | None, title: str) -> dict:
+    """Adam on ``rlx.value_and_grad(loss_fn)`` over minibatches; returns
+    ``{"losses", "test_accuracy", "params"}`` and plots the loss curve to ``out``."""
+    import time
+
+    import rlx_mlir as rlx
+    from rlx_mlir.progress import ProgressBar
+
+    x_train, y_train, x_test, y_test = data
+    step = rlx.value_and_grad(loss_fn)
+    opt = Adam(params, lr)
+    t0 = time.perf_counter()
+    step(params, x_train[:batch], y_train[:batch])  # trace + compile once
+    print(f"traced, differentiated and compiled the step in {time.perf_counter() - t0:.1f} s")
+    losses: list[float] = []
+    bar = ProgressBar(epochs * (len(x_train) // batch), "train")
+    for _ in range(epochs):
+        for idx in minibatches(len(x_train), batch, rng):
+            loss, grads = step(params, x_train[idx], y_train[idx])
+            opt.step(params, grads)
+            losses.append(float(loss))
+            bar.update(loss=float(loss))
+    acc = accuracy(params, x_test, y_test)
+    print(f"loss {np.mean(losses[:10]):.3f} -> {np.mean(losses[-10:]):.3f}; "
+          f"test accuracy {acc:.2%}")
+    if out is not None:
+        plot_losses(losses, out, title)
+        print(f"plot: {out}")
+    return {"losses": losses, "test_accuracy": acc, "params": params}
