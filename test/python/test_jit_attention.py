@@ -19,13 +19,6 @@ NP = {"f32": np.float32, "f64": np.float64}
 RTOL = {"f32": 1e-5, "f64": 1e-12}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache_dir(tmp_path_factory):
-    """Keep this suite's disk cache out of ~/.cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RLX_CACHE_DIR", str(tmp_path_factory.mktemp("rlx_cache")))
-    yield
-    mp.undo()
 
 
 @dataclass(frozen=True)

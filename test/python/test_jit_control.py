@@ -18,12 +18,6 @@ NP = {"f32": np.float32, "f64": np.float64}
 MLIR_OPT = os.path.join(list(__import__("mlir").__path__)[0], "bin", "mlir-opt")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache_dir(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RLX_CACHE_DIR", str(tmp_path_factory.mktemp("rlx_cache")))
-    yield
-    mp.undo()
 
 
 def assert_jit_matches(module, *args, entry=None, dtype="f64"):

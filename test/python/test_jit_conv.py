@@ -42,13 +42,6 @@ POOL_CASES = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache_dir(tmp_path_factory):
-    """Keep this suite's disk cache out of ~/.cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RLX_CACHE_DIR", str(tmp_path_factory.mktemp("rlx_cache")))
-    yield
-    mp.undo()
 
 
 def assert_jit_matches_interpreter(module, arrays, dtype, entry=None):

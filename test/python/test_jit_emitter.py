@@ -2,7 +2,6 @@
 compared with numpy. Family rules build on these, so they are checked here on their own."""
 
 import numpy as np
-import pytest
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
@@ -11,11 +10,6 @@ from xdsl.rewriter import InsertPoint
 from rlx_mlir.dialects.base import tensor
 from rlx_mlir.lowering import Emitter
 from rlx_mlir.runtime.jit import compile as jit_compile
-
-
-@pytest.fixture(autouse=True)
-def private_cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RLX_CACHE_DIR", str(tmp_path))
 
 
 def build(arg_types, body):

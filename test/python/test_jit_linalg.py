@@ -17,13 +17,6 @@ RTOL = {"f32": 1e-5, "f64": 1e-12}
 REDUCE_KINDS = ["sum", "mean", "max", "min", "prod"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache_dir(tmp_path_factory):
-    """Keep this suite's disk cache out of ~/.cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RLX_CACHE_DIR", str(tmp_path_factory.mktemp("rlx_cache")))
-    yield
-    mp.undo()
 
 
 def random(shape, dtype, rng, scale=1.0):

@@ -14,13 +14,6 @@ DTYPES = [np.float32, np.float64]
 RTOL = {np.float32: 1e-5, np.float64: 1e-12}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache_dir(tmp_path_factory):
-    """Keep this suite's disk cache out of ~/.cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RLX_CACHE_DIR", str(tmp_path_factory.mktemp("rlx_cache")))
-    yield
-    mp.undo()
 
 
 def assert_close(got: tuple, want: list, dtype) -> None:

@@ -23,13 +23,6 @@ FEW = settings(max_examples=8, deadline=None,
                suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache_dir(tmp_path_factory):
-    """Keep this suite's disk cache out of ~/.cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RLX_CACHE_DIR", str(tmp_path_factory.mktemp("rlx_cache")))
-    yield
-    mp.undo()
 
 
 def assert_jit_matches(module, *arrays, dtype="f32", entry=None):

@@ -13,13 +13,6 @@ B = 3
 F = "f64"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache_dir(tmp_path_factory):
-    """Keep this suite's JIT disk cache out of ~/.cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RLX_CACHE_DIR", str(tmp_path_factory.mktemp("rlx_cache")))
-    yield
-    mp.undo()
 
 
 def build(op, operands, dtype=F, **attrs):

@@ -215,14 +215,6 @@ def test_vmap_of_jvp_and_jvp_of_vmap_compose():
 # ---------------------------------------------------------------- JIT
 
 
-@pytest.fixture(scope="module")
-def private_cache_dir(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RLX_CACHE_DIR", str(tmp_path_factory.mktemp("rlx_cache")))
-    yield
-    mp.undo()
-
-
 def jit_model():
     """One module using every op family of this file (for the JIT checks)."""
     b = rlx.Builder("f")
