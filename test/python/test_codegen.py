@@ -164,3 +164,20 @@ def test_mlp_gradient_fast_vs_naive(monkeypatch):
     naive = jit_compile(module, entry=entry)(*args)
     for f, nv in zip(fast, naive, strict=True):
         np.testing.assert_allclose(f, nv, rtol=1e-4, atol=1e-5)
+
+
+def test_benchmark_sized_transformer_block_gradient_runs_natively():
+    """The b8/s256/d256 block gradient used to crash in vectorized transposes."""
+    import rlx_mlir as rlx
+    from rlx_mlir.models import transformer_block_loss
+
+    m = transformer_block_loss(batch=8, seq=256, d_model=256, heads=4)
+    rlx.grad_with_loss(m, "block_loss")
+    sig = rlx.runtime.signature.Signature.of(rlx.ir.find_func(m, "block_loss"))
+    rng = np.random.default_rng(0)
+    args = {a.name: (0.1 * rng.standard_normal(a.shape)).astype(np.float32) for a in sig.args}
+    loss, *grads = rlx.compile(m, entry="block_loss_grad")(**args, d_output=np.float32(1))
+    (want,) = rlx.interpret(m, entry="block_loss", **args)
+    # the mean over 2^19 f32 values: sequential vs numpy's pairwise summation order
+    np.testing.assert_allclose(loss, want, rtol=1e-3)
+    assert all(np.isfinite(g).all() for g in grads)
