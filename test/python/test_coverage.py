@@ -30,7 +30,6 @@ NO_VJP = {
     "rlx.batch_norm_inference_backward_input": "second derivatives of norms: not yet",
     "rlx.batch_norm_inference_backward_gamma": "second derivatives of norms: not yet",
     "rlx.batch_norm_inference_backward_beta": "second derivatives of norms: not yet",
-    "rlx.softmax_cross_entropy_backward": "second derivatives of cross-entropy: not yet",
 }
 
 

@@ -11,12 +11,12 @@ from rlx_mlir.testing import check_grads, check_jvp
 SMOOTH = sorted(set(ACTIVATIONS) - {"relu", "abs", "round", "neg"})
 
 
-def grad_module(kind):
+def grad_module(kind, with_loss=True):
     b = rlx.Builder("f")
     x = b.param("x", (5,), "f64")
     b.ret(b.reduce_sum(getattr(b, kind)(x) * x, axes=[0]))
     m = b.module
-    rlx.grad_with_loss(m, "f")
+    rlx.grad_with_loss(m, "f", with_loss=with_loss)
     return m
 
 
@@ -31,8 +31,10 @@ def test_jvp_of_grad_matches_finite_differences(kind):
 
 @pytest.mark.parametrize("kind", SMOOTH)
 def test_grad_of_grad_matches_finite_differences(kind):
-    """Differentiate the gradient function again (its loss is the gradient itself)."""
-    m = grad_module(kind)
+    """Differentiate the gradient function again: with ``grad-only`` its first result is
+    the gradient itself, so this checks a Hessian-vector product through the VJPs of the
+    backward ops."""
+    m = grad_module(kind, with_loss=False)
     check_grads(m, "f_grad", wrt=["x"], args=positive(kind))
 
 
@@ -74,3 +76,14 @@ def test_hessian_vector_product_of_mlp_matches_torch():
         (torch.tensor(v["w1"]), torch.tensor(v["w2"])))
     np.testing.assert_allclose(hvp[0], h1.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(hvp[1], h2.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_grad_of_grad_through_cross_entropy():
+    """Differentiate the gradient of a softmax cross-entropy loss again (f64)."""
+    b = rlx.Builder("f")
+    z, w = b.param("z", (4, 5)), b.param("w", (5, 5))
+    labels = b.input("labels", (4,), "i32")
+    b.ret(b.reduce_mean(b.softmax_cross_entropy(b.tanh(z @ w), labels), axes=[0]))
+    m = b.module
+    rlx.grad_with_loss(m, "f", with_loss=False)   # f_grad returns (dz, dw): dz is checked
+    check_grads(m, "f_grad", wrt=["z", "w"], int_high=5)

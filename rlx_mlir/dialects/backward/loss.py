@@ -141,3 +141,22 @@ def _jvp_softmax_cross_entropy_backward(ctx: JvpContext, op: SoftmaxCrossEntropy
 # RLX panics (2-D logits only, SPEC 6.4); rows are independent, so B folds into N.
 
 VMAP.register(SoftmaxCrossEntropyBackwardOp)(vmap_fold_rows)
+
+
+# ---------------------------------------------------------------- VJP (second derivatives)
+
+from rlx_mlir.rules import VJP  # noqa: E402
+
+
+@VJP.register(SoftmaxCrossEntropyBackwardOp)
+def _vjp_sce_backward(ctx, op, g):
+    """``out = (p - onehot) * d`` per row: logits get ``d * p * (g - sum(g * p))`` (the
+    softmax Jacobian is symmetric), ``d`` gets ``sum(g * (p - onehot))``; labels none."""
+    logits, labels, d_loss = ctx.inputs(op)
+    rows = (logits.shape[0], 1)
+    p = ctx.b.softmax(logits, axis=-1)
+    centred = g - ctx.b.reduce_sum(g * p, axes=[1], keep_dims=True)
+    d_logits = p * centred * ctx.b.reshape(d_loss, rows)
+    ones = ctx.b.full((logits.shape[0],), 1.0, logits.dtype)
+    residual = ctx.b.softmax_cross_entropy_backward(logits, labels, ones)
+    return [d_logits, None, ctx.b.reduce_sum(g * residual, axes=[1])]
