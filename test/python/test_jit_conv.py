@@ -3,10 +3,9 @@ CNN's gradient function (JIT == interpreter == torch.autograd)."""
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_grad_conv import build_cnn, torch_cnn_grads
 
 import rlx_mlir as rlx
 from rlx_mlir.dialects.base import tensor
@@ -172,29 +171,7 @@ def test_random_pool_configs(config, dtype, ties, rng):
 
 
 # ---------------------------------------------------------------- a small CNN, end to end
-
-
-def build_cnn() -> rlx.Builder:
-    """conv(+bias) -> relu -> max_pool -> reshape -> matmul + b -> cross entropy -> mean."""
-    b = rlx.Builder("cnn")
-    x = b.input("x", (4, 2, 8, 8))
-    labels = b.input("labels", (4,), "i64")
-    w1, b1 = b.param("w1", (3, 2, 3, 3)), b.param("b1", (3,))
-    w2, b2 = b.param("w2", (3 * 4 * 4, 5)), b.param("b2", (5,))
-    h = b.relu(b.conv2d(x, w1, b1, padding=(1, 1)))
-    h = b.max_pool2d(h, kernel=(3, 3), stride=(2, 2), padding=(1, 1))
-    logits = b.reshape(h, (4, 3 * 4 * 4)) @ w2 + b2
-    b.ret(b.reduce_mean(b.softmax_cross_entropy(logits, labels), axes=[0]))
-    return b
-
-
-def torch_cnn_grads(x, labels, w1, b1, w2, b2) -> list[np.ndarray]:
-    params = [torch.from_numpy(p).requires_grad_() for p in (w1, b1, w2, b2)]
-    h = F.relu(F.conv2d(torch.from_numpy(x), params[0], params[1], padding=1))
-    h = F.max_pool2d(h, 3, 2, 1)
-    logits = h.reshape(4, -1) @ params[2] + params[3]
-    F.cross_entropy(logits, torch.from_numpy(labels)).backward()
-    return [p.grad.numpy() for p in params]
+# (the model and its torch reference are shared with test_grad_conv.py)
 
 
 def test_small_cnn_gradient_jit_matches_interpreter_and_torch(rng):
