@@ -416,10 +416,6 @@ def plan(module) -> tuple[str, dict[str, int]]:
                 kind = "vector_nested"
             if info.name == "linalg.transpose":
                 kind = "vector_transpose"
-        if kind == "vector_reduction" and not os.environ.get("RLX_VECTORIZE_REDUCTIONS"):
-            continue  # known issue: vectorized reductions crash the char-LM gradient (see docs)
-        if kind == "vector_transpose" and not os.environ.get("RLX_VECTORIZE_TRANSPOSES"):
-            continue  # known issue: vectorized transposes crash the b8/s256/d256 block gradient
         if kind in _skipped_kinds():
             hoists.clear()
             continue

@@ -64,10 +64,12 @@ NAIVE_PIPELINE: list[Stage] = [
 
 
 def _fast_pipeline() -> list[Stage]:
+    from rlx_mlir.lowering import contractions as C
     from rlx_mlir.lowering import schedules as S
 
     return [
         Stage("fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse"),
+        Stage("contractions", f"python:{C.CONTRACTION_VERSION}", C.apply_contractions),
         Stage("schedule", f"transform:{S.SCHEDULE_VERSION}:threads={S.num_threads()}",
               S.apply_schedules),
         Stage("bufferize", f"transform:{S.SCHEDULE_VERSION}:one-shot-bufferize",
@@ -79,7 +81,7 @@ def _fast_pipeline() -> list[Stage]:
         Stage("vector-lowering", f"transform:{S.SCHEDULE_VERSION}:vector-lowering",
               S.apply_vector_lowering),
         Stage("threads", S.threads_passes()),
-        Stage("loops", "canonicalize,cse,convert-vector-to-scf," + _LOOPS),
+        Stage("loops", "canonicalize,cse,convert-vector-to-scf{full-unroll=true}," + _LOOPS),
         Stage("math", _MATH),
         Stage("llvm", "convert-vector-to-llvm," + _LLVM),
     ]

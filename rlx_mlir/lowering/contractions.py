@@ -1,0 +1,345 @@
+"""Contractions as named matmuls: the ``contractions`` stage of the fast pipeline.
+
+Elementwise fusion folds reshapes, transposes and elementwise producers into their
+consumers, so a ``[B, S, K] @ [K, N]`` matmul (lowered as a ``linalg.matmul`` on folded
+rows) leaves ``linalg-fuse-elementwise-ops`` as a 4-d ``linalg.generic``, and attention's
+head-grouped contractions are generics whose bodies also compute, e.g., the softmax
+normalisation. The schedules only know ``linalg.matmul`` / ``linalg.batch_matmul``, so
+every generic whose body is ``yield acc + x * y`` is rewritten here::
+
+    x -> [batch, M, K] -> collapse to [Bt, Mt, Kt]     (a transpose, or a generic
+    y -> [batch, K, N] -> collapse to [Bt, Kt, Nt]      computing the fused factor)
+    linalg.(batch_)matmul -> expand -> transpose back to the generic's output layout
+
+Batch dims are in x, y and the output; M dims in x and the output; N dims in y and the
+output; K dims (reductions) in x and y. Identity transposes are not emitted and the
+collapses are views, so rows of a shared-weight matmul cost no copy; the copies that
+remain move O(n^2) data for an O(n^3) product.
+
+Example (``[8, 256, 256] @ [256, 1024]``)::
+
+    %a = tensor.collapse_shape %x [[0, 1], [2]] : tensor<8x256x256xf32> into tensor<2048x256xf32>
+    %m = linalg.matmul ins(%a, %w : ...) outs(%zeros : tensor<2048x1024xf32>)
+    %y = tensor.expand_shape %m [[0, 1], [2]] ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+CONTRACTION_VERSION = "contract-v2"
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One factor of the product: its body value, the inputs it reads, the body ops that
+    compute it (none: it is an input itself) and its loop dims (its inputs' union)."""
+
+    value: Any
+    inputs: list[int]
+    ops: list[Any]
+    dims: list[int]
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """Dimension classes of an ``acc + x * y`` generic (loop positions, ordered)."""
+
+    batch: list[int]
+    m: list[int]
+    n: list[int]
+    k: list[int]
+    sizes: list[int]
+    x: Factor
+    y: Factor
+    out_dims: list[int]
+
+    def x_order(self) -> list[int]:
+        return self.batch + self.m + self.k
+
+    def y_order(self) -> list[int]:
+        return self.batch + self.k + self.n
+
+    def out_order(self) -> list[int]:
+        return self.batch + self.m + self.n
+
+    def group_lengths(self, *groups: list[int]) -> list[int]:
+        return ([len(self.batch)] if self.batch else []) + [len(g) for g in groups]
+
+
+# ---------------------------------------------------------------- analysis
+
+
+def _map_dims(amap: Any) -> list[int] | None:
+    """Loop positions of a projected-permutation map's results (None otherwise)."""
+    from mlir import ir
+
+    dims = []
+    for expr in amap.results:
+        if not isinstance(expr, ir.AffineDimExpr):
+            return None
+        dims.append(ir.AffineDimExpr(expr).position)
+    return dims if len(set(dims)) == len(dims) else None
+
+
+def _body(op: Any) -> Any:
+    return op.regions[0].blocks[0]
+
+
+def _mul_add_factors(op: Any) -> tuple[Any, Any] | None:
+    """``(x, y)`` when the body is ``yield acc + x * y`` (float, either order)."""
+    block = _body(op)
+    ops = list(block.operations)
+    acc = block.arguments[len(block.arguments) - 1]
+    add = ops[-1].operands[0].owner if ops[-1].operands else None
+    if getattr(add, "name", "") != "arith.addf" or acc not in list(add.operands):
+        return None
+    product = add.operands[1] if add.operands[0] == acc else add.operands[0]
+    mul = product.owner
+    if getattr(mul, "name", "") != "arith.mulf" or len(list(product.uses)) != 1:
+        return None
+    return mul.operands[0], mul.operands[1]
+
+
+def _factor(op: Any, value: Any, maps: list[list[int]]) -> Factor | None:
+    """The body slice computing ``value`` (None if it reads the accumulator, a loop index
+    or a nested region)."""
+    from mlir import ir
+
+    block = _body(op)
+    acc_number = len(block.arguments) - 1
+    inputs: set[int] = set()
+    ops: list[Any] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, ir.BlockArgument) and v.owner != block:
+            continue  # captured from outside the generic: still visible where it is
+        if isinstance(v, ir.BlockArgument):
+            if v.arg_number == acc_number:
+                return None
+            inputs.add(v.arg_number)
+            continue
+        owner = getattr(v.owner, "operation", v.owner)
+        if owner.block != block:
+            continue  # captured from outside the generic: still visible where it is
+        if owner.name == "linalg.index" or len(owner.regions):
+            return None
+        if owner not in ops:
+            ops.append(owner)
+            stack.extend(owner.operands)
+    body_ops = [o.operation for o in block.operations]
+    ops.sort(key=body_ops.index)
+    return Factor(value, sorted(inputs), ops, sorted({d for i in inputs for d in maps[i]}))
+
+
+def _loop_sizes(op: Any, count: int, dims: list[list[int]]) -> list[int] | None:
+    from mlir import ir
+
+    sizes: list[int | None] = [None] * count
+    for value, ds in zip(op.operands, dims, strict=True):
+        for d, size in zip(ds, ir.RankedTensorType(value.type).shape, strict=True):
+            if sizes[d] not in (None, size):
+                return None
+            sizes[d] = size
+    return None if any(s is None for s in sizes) else sizes  # type: ignore[return-value]
+
+
+def _is_static_tensor_op(op: Any) -> bool:
+    from mlir import ir
+
+    return (op.name == "linalg.generic" and len(op.results) == 1 and len(op.operands) >= 3
+            and all(isinstance(v.type, ir.RankedTensorType)
+                    and ir.RankedTensorType(v.type).has_static_shape for v in op.operands))
+
+
+def analyze(op: Any) -> Contraction | None:
+    """The contraction structure of a ``linalg.generic`` (None if it is not one)."""
+    from mlir import ir
+
+    if not _is_static_tensor_op(op) or (factors := _mul_add_factors(op)) is None:
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    dims = [_map_dims(m) for m in maps]
+    if any(d is None for d in dims):
+        return None
+    x, y = (_factor(op, f, dims) for f in factors)  # type: ignore[arg-type]
+    sizes = _loop_sizes(op, maps[0].n_dims, dims)  # type: ignore[arg-type]
+    if x is None or y is None or set(x.inputs) & set(y.inputs) or sizes is None:
+        return None
+    out_dims: list[int] = dims[-1]  # type: ignore[assignment]
+    sx, sy, so = set(x.dims), set(y.dims), set(out_dims)
+    batch = [d for d in out_dims if d in sx and d in sy]
+    m = [d for d in out_dims if d in sx and d not in sy]
+    n = [d for d in out_dims if d in sy and d not in sx]
+    k = [d for d in x.dims if d in sy and d not in so]
+    if not (m and n and k) or len(batch) + len(m) + len(n) + len(k) != len(sizes):
+        return None
+    return Contraction(batch, m, n, k, sizes, x, y, out_dims)
+
+
+# ---------------------------------------------------------------- the rewrite
+
+
+def _prod(xs: list[int]) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _value(built: Any) -> Any:
+    """The result of a builder helper that returns either a value or an op."""
+    return built.results[0] if hasattr(built, "results") else built
+
+
+def _element_type(value: Any) -> Any:
+    from mlir import ir
+
+    return ir.RankedTensorType(value.type).element_type
+
+
+def _transposed(value: Any, have: list[int], want: list[int], sizes: list[int]) -> Any:
+    """``value`` (dims ``have``) permuted into the order ``want`` (itself if equal)."""
+    from mlir.dialects import linalg, tensor
+
+    if have == want:
+        return value
+    init = tensor.EmptyOp([sizes[d] for d in want], _element_type(value)).result
+    return _value(linalg.transpose(value, outs=[init],
+                                   permutation=[have.index(d) for d in want]))
+
+
+def _reassociation(lengths: list[int]) -> tuple[Any, list[list[int]]]:
+    from mlir import ir
+
+    groups, start = [], 0
+    for n in lengths:
+        groups.append(list(range(start, start + n)))
+        start += n
+    i64 = ir.IntegerType.get_signless(64)
+    attr = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g])
+                             for g in groups])
+    return attr, groups
+
+
+def _collapsed(value: Any, lengths: list[int]) -> Any:
+    """Consecutive dim groups of the given lengths collapsed (a view after bufferization)."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    attr, groups = _reassociation(lengths)
+    if all(len(g) == 1 for g in groups):
+        return value
+    shape = list(ir.RankedTensorType(value.type).shape)
+    out = ir.RankedTensorType.get([_prod([shape[i] for i in g]) for g in groups],
+                                  _element_type(value))
+    return tensor.CollapseShapeOp(out, value, attr).result
+
+
+def _expanded(value: Any, lengths: list[int], shape: list[int]) -> Any:
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    attr, groups = _reassociation(lengths)
+    if all(len(g) == 1 for g in groups):
+        return value
+    out = ir.RankedTensorType.get(shape, _element_type(value))
+    return tensor.ExpandShapeOp(out, value, attr, [], shape).result
+
+
+def _identity_map(n: int, dims: list[int]) -> Any:
+    from mlir import ir
+
+    return ir.AffineMapAttr.get(ir.AffineMap.get(n, 0, [ir.AffineExpr.get_dim(d) for d in dims]))
+
+
+def _materialized(op: Any, c: Contraction, f: Factor, order: list[int]) -> Any:
+    """The factor as a tensor with dims ``order``: the input itself (transposed) when the
+    factor is an input, else a parallel generic replaying its body slice."""
+    from mlir import ir
+    from mlir.dialects import linalg, tensor
+
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    if not f.ops:
+        (i,) = f.inputs
+        return _transposed(op.operands[i], _map_dims(maps[i]), order, c.sizes)  # type: ignore[arg-type]
+    inputs = [op.operands[i] for i in f.inputs]
+    etype = f.value.type
+    init = tensor.EmptyOp([c.sizes[d] for d in order], etype).result
+    local = {d: j for j, d in enumerate(order)}
+    in_maps = [_identity_map(len(order), [local[d] for d in _map_dims(maps[i])])  # type: ignore[union-attr]
+               for i in f.inputs]
+    out_map = _identity_map(len(order), list(range(len(order))))
+    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+    generic = linalg.GenericOp([init.type], inputs, [init], ir.ArrayAttr.get([*in_maps, out_map]),
+                               ir.ArrayAttr.get([parallel] * len(order)))
+    block = generic.regions[0].blocks.append(*[_element_type(v) for v in inputs], etype)
+    old_args = _body(op).arguments
+    mapping = {old_args[i]: block.arguments[j] for j, i in enumerate(f.inputs)}
+    with ir.InsertionPoint(block):
+        for old in f.ops:
+            new = old.clone().operation
+            for before, after in mapping.items():
+                new.replace_uses_of_with(before, after)
+            for r_old, r_new in zip(old.results, new.results, strict=True):
+                mapping[r_old] = r_new
+        linalg.YieldOp([mapping[f.value]])
+    return generic.results[0]
+
+
+def _initial(op: Any, c: Contraction, lengths: list[int]) -> Any:
+    """The accumulator in [batch, M, N] order, collapsed: a fresh fill when the generic's
+    init is a fill (the usual zeros), else the init transposed."""
+    from mlir.dialects import linalg, tensor
+
+    init = op.operands[len(op.operands) - 1]
+    producer = getattr(init.owner, "operation", init.owner)
+    if getattr(producer, "name", "") == "linalg.fill":
+        shape = [_prod([c.sizes[d] for d in g]) for g in ([c.batch] if c.batch else [])
+                 + [c.m, c.n]]
+        empty = tensor.EmptyOp(shape, _element_type(init)).result
+        return _value(linalg.fill(producer.operands[0], outs=[empty]))
+    return _collapsed(_transposed(init, c.out_dims, c.out_order(), c.sizes), lengths)
+
+
+def rewrite(op: Any, c: Contraction) -> None:
+    """Replace the generic ``op`` by its factors, a named (batch_)matmul and a transpose."""
+    from mlir import ir
+    from mlir.dialects import linalg
+
+    with ir.InsertionPoint(op), op.location:
+        x = _collapsed(_materialized(op, c, c.x, c.x_order()), c.group_lengths(c.m, c.k))
+        y = _collapsed(_materialized(op, c, c.y, c.y_order()), c.group_lengths(c.k, c.n))
+        out_lengths = c.group_lengths(c.m, c.n)
+        acc = _initial(op, c, out_lengths)
+        named = linalg.batch_matmul if c.batch else linalg.matmul
+        product = _value(named(x, y, outs=[acc]))
+        shape = [c.sizes[d] for d in c.out_order()]
+        result = _transposed(_expanded(product, out_lengths, shape), c.out_order(),
+                             c.out_dims, c.sizes)
+    op.results[0].replace_all_uses_with(result)
+    op.erase()
+
+
+def apply_contractions(module: Any) -> int:
+    """The ``contractions`` stage: rewrite every contraction generic; returns how many."""
+    import os
+
+    from mlir import ir
+
+    if os.environ.get("RLX_NO_CONTRACTIONS"):
+        return 0
+    found = []
+
+    def visit(o: Any) -> Any:
+        o = getattr(o, "operation", o)
+        if o.name == "linalg.generic" and (c := analyze(o)) is not None:
+            found.append((o, c))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for o, c in found:
+        rewrite(o, c)
+    return len(found)
