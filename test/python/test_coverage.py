@@ -20,16 +20,6 @@ NO_VJP = {
     "rlx.attention_backward_jvp": "third derivatives through attention: not yet",
     "rlx.scan_backward": "no double backward through scans",
     "rlx.scan_backward_xs": "no double backward through scans",
-    "rlx.layer_norm_backward_input": "second derivatives of norms: not yet",
-    "rlx.layer_norm_backward_gamma": "second derivatives of norms: not yet",
-    "rlx.rms_norm_backward_input": "second derivatives of norms: not yet",
-    "rlx.rms_norm_backward_gamma": "second derivatives of norms: not yet",
-    "rlx.group_norm_backward_input": "second derivatives of norms: not yet",
-    "rlx.group_norm_backward_gamma": "second derivatives of norms: not yet",
-    "rlx.group_norm_backward_beta": "second derivatives of norms: not yet",
-    "rlx.batch_norm_inference_backward_input": "second derivatives of norms: not yet",
-    "rlx.batch_norm_inference_backward_gamma": "second derivatives of norms: not yet",
-    "rlx.batch_norm_inference_backward_beta": "second derivatives of norms: not yet",
 }
 
 

@@ -724,18 +724,18 @@ def row_stats(x: Tensor, centered: bool, eps: float) -> tuple[Tensor, Tensor]:
     return xc * inv, inv
 
 
+def row_mean(v: Tensor) -> Tensor:
+    """Mean over the last axis, keep-dims."""
+    return v.mean(axis=v.ndim - 1, keepdims=True)
+
+
 def input_grad_tangent(x: Tensor, g: Tensor, dx: Tensor, t: Tensor, centered: bool,
                        eps: float) -> Tensor:
     """Tangent along ``t`` (of x) of ``dx = inv (g - mean(g) - x_hat mean(g x_hat))``."""
-    last = x.ndim - 1
-
-    def mean(v: Tensor) -> Tensor:
-        return v.mean(axis=last, keepdims=True)
-
     x_hat, inv = row_stats(x, centered, eps)
-    a = mean(x_hat * t)
-    t_xhat = inv * ((t - mean(t) if centered else t) - x_hat * a)
-    return -inv * (a * dx + t_xhat * mean(g * x_hat) + x_hat * mean(g * t_xhat))
+    a = row_mean(x_hat * t)
+    t_xhat = inv * ((t - row_mean(t) if centered else t) - x_hat * a)
+    return -inv * (a * dx + t_xhat * row_mean(g * x_hat) + x_hat * row_mean(g * t_xhat))
 
 
 def channel_axis(op: RlxOp, rank: int) -> int:
@@ -905,3 +905,80 @@ def _vmap_batch_norm_gamma(ctx: VmapContext, op: RlxOp, xs: Sequence[Tensor],
 
 
 VMAP.register(RopeBackwardOp)(vmap_rope_like)
+
+
+# ---------------------------------------------------------------- VJP rules (second order)
+# Needed for grad of grad. On the rows view, ``dx = J g`` with ``g = dy * gamma`` and
+# ``J = d x_hat / dx = inv (I - 1 1^T / D - x_hat x_hat^T / D)`` symmetric (RMS: no
+# ``1 1^T / D``), so ``J w`` is the input op with gamma = 1 applied to the cotangent ``w``. Transposing the
+# JVP's x-term (``a = mean(x_hat t)``) gives, per row,
+#   ``w_x = -inv * (mean(w dx) x_hat + mean(g x_hat) J w + mean(w x_hat) dx)``.
+# Everything else is linear: the parameter gradients ``sum_rows(dy * x_hat)`` give x the
+# input op with gamma = the cotangent, and dy the forward norm with gamma = the cotangent.
+
+
+def input_grad_cotangent(x: Tensor, g: Tensor, dx: Tensor, w: Tensor, jw: Tensor,
+                         centered: bool, eps: float) -> Tensor:
+    """x's cotangent of ``dx = J g`` for the cotangent ``w`` (``jw = J w``), rows view."""
+    x_hat, inv = row_stats(x, centered, eps)
+    return -inv * (row_mean(w * dx) * x_hat + row_mean(g * x_hat) * jw + row_mean(w * x_hat) * dx)
+
+
+@VJP.register(LayerNormBackwardInputOp, RmsNormBackwardInputOp, GroupNormBackwardInputOp)
+def _vjp_norm_input(ctx: VjpContext, op: RlxOp, w: Tensor) -> list[Tensor | None]:
+    """x as above; with ``J w`` (gamma = 1): gamma gets ``sum_rows(dy J w)``, dy ``gamma J w``."""
+    x, gamma, dy = ctx.inputs(op)
+    (dx,) = ctx.outputs(op)
+    b = ctx.b
+    axis = channel_axis(op, x.ndim)
+    jw = emit_same(b, op, x, b.full(gamma.shape, 1.0, gamma.dtype), w)
+    scale = channel_view(b, gamma, axis, x.ndim)
+    rows = [rows_view(op, v) for v in (x, dy * scale, dx, w, jw)]
+    in_x = input_grad_cotangent(*rows, *centered_eps(op)).reshape(x.shape)
+    return [in_x, sum_but_channel_axis(dy * jw, axis), jw * scale]
+
+
+@VJP.register(LayerNormBackwardGammaOp, RmsNormBackwardGammaOp, GroupNormBackwardGammaOp)
+def _vjp_norm_gamma(ctx: VjpContext, op: RlxOp, v: Tensor) -> list[Tensor | None]:
+    """``sum_rows(dy * x_hat)``: x gets the input op with gamma = ``v`` (``J (dy v)``),
+    dy gets ``x_hat * v``, the forward norm with gamma = ``v`` (beta = 0)."""
+    x, dy = ctx.inputs(op)
+    b = ctx.b
+    norm = NORM_OF[type(op)]
+    beta = [] if norm == "rms_norm" else [ctx.zeros(v.shape, v.dtype)]
+    return [b.emit(NORM_INPUT_OF_GAMMA[type(op)], x, v, dy, **op.py_attrs()),
+            b.emit(norm, x, v, *beta, **op.py_attrs())]
+
+
+@VJP.register(GroupNormBackwardBetaOp, BatchNormInferenceBackwardBetaOp)
+def _vjp_sum_beta(ctx: VjpContext, op: RlxOp, v: Tensor) -> list[Tensor | None]:
+    """A per-channel sum of dy: ``v`` broadcast back along the channel axis."""
+    shape = shape_of(op.operands[0].type)
+    return [ctx.b.expand(channel_view(ctx.b, v, channel_axis(op, len(shape)), len(shape)),
+                         shape)]
+
+
+@VJP.register(BatchNormInferenceBackwardInputOp)
+def _vjp_batch_norm_input(ctx: VjpContext, op: RlxOp, w: Tensor) -> list[Tensor | None]:
+    """``dx = dy gamma s``, ``s = rsqrt(var + eps)``: gamma gets ``sum(w dy) s``, var
+    ``sum(w dx) * -1 / (2 (var + eps))``, dy the op itself on ``w``."""
+    gamma, var, dy = ctx.inputs(op)
+    (dx,) = ctx.outputs(op)
+    last = dy.ndim - 1
+    s = ctx.b.rsqrt(var + op.attr("eps", 1e-5))
+    return [sum_but_channel_axis(w * dy, last) * s,
+            var_factor(op, var, sum_but_channel_axis(w * dx, last)),
+            emit_same(ctx.b, op, gamma, var, w)]
+
+
+@VJP.register(BatchNormInferenceBackwardGammaOp)
+def _vjp_batch_norm_gamma(ctx: VjpContext, op: RlxOp, v: Tensor) -> list[Tensor | None]:
+    """``sum(dy (x - mean) s)``: x gets ``dy v s`` (the input op with gamma = ``v``), mean
+    minus its channel sums, dy ``(x - mean) v s``; var as in the input op."""
+    x, mean, var, dy = ctx.inputs(op)
+    (dgamma,) = ctx.outputs(op)
+    b = ctx.b
+    in_x = b.batch_norm_inference_backward_input(v, var, dy, **op.py_attrs())
+    in_dy = b.batch_norm_inference_backward_input(v, var, x - mean, **op.py_attrs())
+    return [in_x, -sum_but_channel_axis(in_x, x.ndim - 1), var_factor(op, var, v * dgamma),
+            in_dy]
