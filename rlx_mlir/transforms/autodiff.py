@@ -193,6 +193,16 @@ def _check_float_wrt(f: func.FuncOp, i: int) -> None:
                        f"non-float type {t}", op=f)
 
 
+def seed_name(f: func.FuncOp) -> str:
+    """``d_output``, or ``d_output_<n>`` when ``f`` already has an argument of that name
+    (the gradient of a gradient function): argument names stay unique."""
+    taken = set(arg_names(f))
+    name, n = "d_output", 1
+    while name in taken:
+        name, n = f"d_output_{n}", n + 1
+    return name
+
+
 def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
     """The gradient function of ``f`` (not yet inserted in a module)."""
     name = f.sym_name.data
@@ -207,7 +217,8 @@ def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
     block = Block(arg_types=[*inputs, outputs[0]])
     for new, old in zip(block.args, f.body.block.args, strict=False):
         new.name_hint = old.name_hint
-    block.args[-1].name_hint = "d_output"
+    seed = seed_name(f)
+    block.args[-1].name_hint = seed
     mirror = _mirror_body(f, block)
     returned = mirror.pop()
     builder = Builder.appending_to(block, f.location)
@@ -218,7 +229,7 @@ def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
     results = ([returned[0]] if options.with_loss else []) + list(returned[1:])
     results += [g.value for g in grads]
     block.add_op(func.ReturnOp(*results))
-    attrs = arg_attr_dicts(f) + [{"rlx.name": StringAttr("d_output")}]
+    attrs = arg_attr_dicts(f) + [{"rlx.name": StringAttr(seed)}]
     grad_func = func.FuncOp(
         name + options.suffix,
         ([*inputs, outputs[0]], [v.type for v in results]),
