@@ -31,7 +31,7 @@ from xdsl.irdl import (
     var_region_def,
     var_result_def,
 )
-from xdsl.traits import IsTerminator, Pure
+from xdsl.traits import IsolatedFromAbove, IsTerminator, Pure
 
 from rlx_mlir.diagnostics import RlxError, loc_of
 from rlx_mlir.dialects.base import (
@@ -158,6 +158,7 @@ class ScanOp(RlxOp):
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
     body = region_def("single_block")
+    traits = traits_def(Pure(), IsolatedFromAbove())  # CSE must not hoist into the body
     ATTRS: ClassVar[dict[str, str]] = {
         "length": "i64, the number of steps (>= 1)",
         "num_xs": "i64, how many trailing operands are per-step inputs (default 0)",
@@ -518,10 +519,10 @@ STAGE_HOOKS["autodiff-report"] = _autodiff_report_stage
 # ---------------------------------------------------------------- JVP rules
 
 
-def _pack(b: Builder, first: Tensor, second: Tensor) -> Tensor:
-    """``[2, *shape]``: a primal and its tangent carried together through a scan."""
-    return b.concat(b.reshape(first, (1, *first.shape)), b.reshape(second, (1, *second.shape)),
-                    axis=0)
+def _pack(b: Builder, first: Tensor, second: Tensor, axis: int = 0) -> Tensor:
+    """``[2, *shape]`` (the pair on ``axis``): a primal and its tangent carried together."""
+    halves = [b.reshape(v, (*v.shape[:axis], 1, *v.shape[axis:])) for v in (first, second)]
+    return b.concat(*halves, axis=axis)
 
 
 def _unpack(b: Builder, pair: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:

@@ -41,6 +41,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from rlx_mlir.dialects.base import DTYPES, dense_attr, shape_of
+from rlx_mlir.lowering import fastmath
 from rlx_mlir.lowering.linalg_ext import BatchMatmulOp
 
 Value = SSAValue
@@ -293,7 +294,8 @@ class Emitter:
         return self.emit(math.AbsFOp(x) if is_float(x.type) else math.AbsIOp(x))
 
     def exp(self, x: Value) -> Value:
-        return self.emit(math.ExpOp(x))
+        """f32: a vectorizable polynomial (:mod:`rlx_mlir.lowering.fastmath`); else ``math.exp``."""
+        return fastmath.exp_f32(self, x) if fastmath.is_f32(x) else self.emit(math.ExpOp(x))
 
     def log(self, x: Value) -> Value:
         return self.emit(math.LogOp(x))
@@ -305,7 +307,8 @@ class Emitter:
         return self.emit(math.RsqrtOp(x))
 
     def tanh(self, x: Value) -> Value:
-        return self.emit(math.TanhOp(x))
+        """f32: a vectorizable rational approximation; else ``math.tanh``."""
+        return fastmath.tanh_f32(self, x) if fastmath.is_f32(x) else self.emit(math.TanhOp(x))
 
     def erf(self, x: Value) -> Value:
         return self.emit(math.ErfOp(x))

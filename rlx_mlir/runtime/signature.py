@@ -52,6 +52,19 @@ def arg_names(f: func.FuncOp) -> list[str]:
     return names
 
 
+def fresh_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_<n>`` with the first ``n`` not in ``taken`` (argument names of a
+    derived function stay unique: the gradient of a gradient, a jvp of a jvp).
+
+    >>> fresh_name("d_output", {"x", "d_output"})
+    'd_output_1'
+    """
+    name, n = base, 1
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
 @dataclass(frozen=True)
 class Signature:
     name: str
@@ -73,18 +86,27 @@ class Signature:
             raise ValueError(
                 f"@{self.name} takes {len(self.args)} arguments, got {len(positional)}"
             )
-        values: dict[str, Any] = {a.name: v for a, v in zip(self.args, positional, strict=False)}
+        values: dict[int, Any] = dict(enumerate(positional))
         for key, value in named.items():
-            if key not in {a.name for a in self.args}:
-                known = ", ".join(a.name for a in self.args)
-                raise ValueError(f"@{self.name} has no argument '{key}' (arguments: {known})")
-            if key in values:
+            index = self._index(key)
+            if index in values:
                 raise ValueError(f"argument '{key}' of @{self.name} given twice")
-            values[key] = value
-        missing = [a.name for a in self.args if a.name not in values]
+            values[index] = value
+        missing = [a.name for i, a in enumerate(self.args) if i not in values]
         if missing:
             raise ValueError(f"@{self.name}: missing argument(s) {', '.join(missing)}")
-        return [self._check(a, values[a.name]) for a in self.args]
+        return [self._check(a, values[i]) for i, a in enumerate(self.args)]
+
+    def _index(self, name: str) -> int:
+        """The position of the argument called ``name`` (ValueError if none or ambiguous)."""
+        hits = [i for i, a in enumerate(self.args) if a.name == name]
+        if not hits:
+            known = ", ".join(a.name for a in self.args)
+            raise ValueError(f"@{self.name} has no argument '{name}' (arguments: {known})")
+        if len(hits) > 1:
+            raise ValueError(f"@{self.name} has {len(hits)} arguments named '{name}': "
+                             "pass them by position")
+        return hits[0]
 
     def _check(self, arg: Arg, value: Any) -> np.ndarray:
         array = np.asarray(value)

@@ -39,7 +39,7 @@ from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.dialects.base import FLOAT_DTYPES, dtype_of, shape_of
 from rlx_mlir.ir import find_func
 from rlx_mlir.rules import PREPARE_AD, VJP
-from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names
+from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names, fresh_name
 from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS
 from rlx_mlir.transforms import register_pass
 
@@ -193,16 +193,6 @@ def _check_float_wrt(f: func.FuncOp, i: int) -> None:
                        f"non-float type {t}", op=f)
 
 
-def seed_name(f: func.FuncOp) -> str:
-    """``d_output``, or ``d_output_<n>`` when ``f`` already has an argument of that name
-    (the gradient of a gradient function): argument names stay unique."""
-    taken = set(arg_names(f))
-    name, n = "d_output", 1
-    while name in taken:
-        name, n = f"d_output_{n}", n + 1
-    return name
-
-
 def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
     """The gradient function of ``f`` (not yet inserted in a module)."""
     name = f.sym_name.data
@@ -217,7 +207,7 @@ def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
     block = Block(arg_types=[*inputs, outputs[0]])
     for new, old in zip(block.args, f.body.block.args, strict=False):
         new.name_hint = old.name_hint
-    seed = seed_name(f)
+    seed = fresh_name("d_output", set(arg_names(f)))
     block.args[-1].name_hint = seed
     mirror = _mirror_body(f, block)
     returned = mirror.pop()

@@ -30,7 +30,7 @@ from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.dialects.base import shape_of
 from rlx_mlir.rules import JVP, PREPARE_AD
-from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names
+from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names, fresh_name
 from rlx_mlir.transforms import register_pass
 from rlx_mlir.transforms.autodiff import (
     differentiable_funcs,
@@ -158,6 +158,16 @@ class JvpOptions:
     suffix: str = "_jvp"
 
 
+def _tangent_names(names: list[str], wrt: list[int]) -> list[str]:
+    """``tangent_<x>`` per wrt argument, made unique (a jvp of a jvp function)."""
+    taken = set(names)
+    out = []
+    for i in wrt:
+        out.append(fresh_name(f"tangent_{names[i]}", taken))
+        taken.add(out[-1])
+    return out
+
+
 def build_jvp_func(f: func.FuncOp, options: JvpOptions) -> func.FuncOp:
     """``@f_jvp(args..., tangent_<wrt>...) -> (outs..., tangent outs...)``."""
     wrt = resolve_wrt(f, options.wrt)
@@ -165,10 +175,11 @@ def build_jvp_func(f: func.FuncOp, options: JvpOptions) -> func.FuncOp:
     tangent_types = [inputs[i] for i in wrt]
     block = Block(arg_types=[*inputs, *tangent_types])
     names = arg_names(f)
+    tangent_names = _tangent_names(names, wrt)
     for new, old in zip(block.args, f.body.block.args, strict=False):
         new.name_hint = old.name_hint
-    for arg, i in zip(block.args[len(inputs):], wrt, strict=True):
-        arg.name_hint = f"tangent_{names[i]}" if names[i].isidentifier() else None
+    for arg, name in zip(block.args[len(inputs):], tangent_names, strict=True):
+        arg.name_hint = name if name.isidentifier() else None
     builder = Builder.appending_to(block, f.location)
     primals = [builder.wrap(a) for a in block.args[: len(inputs)]]
     tangents: list[Tensor | None] = [None] * len(inputs)
@@ -179,7 +190,7 @@ def build_jvp_func(f: func.FuncOp, options: JvpOptions) -> func.FuncOp:
     touts = [t if t is not None else ctx.zeros_like(o) for o, t in zip(outs, touts, strict=True)]
     results = [o.value for o in outs] + [t.value for t in touts]
     block.add_op(func.ReturnOp(*results))
-    attrs = arg_attr_dicts(f) + [{"rlx.name": StringAttr(f"tangent_{names[i]}")} for i in wrt]
+    attrs = arg_attr_dicts(f) + [{"rlx.name": StringAttr(n)} for n in tangent_names]
     jvp_func = func.FuncOp(
         f.sym_name.data + options.suffix, ([*inputs, *tangent_types], [v.type for v in results]),
         Region(block), arg_attrs=ArrayAttr([DictionaryAttr(a) for a in attrs]))

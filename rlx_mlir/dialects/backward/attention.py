@@ -22,6 +22,7 @@ Dropped keys have ``P = 0``, so they (and fully masked rows) get zero gradient.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -31,6 +32,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def
 
 from rlx_mlir.dialects.attention import (
+    CUSTOM_KEEP_THRESHOLD,
     AttentionConfig,
     AttentionOp,
     attention_logits,
@@ -335,7 +337,7 @@ from rlx_mlir.dialects.attention import (  # noqa: E402
 from rlx_mlir.rules import JVP, VJP, VMAP  # noqa: E402
 
 if TYPE_CHECKING:
-    from rlx_mlir.builder import Tensor
+    from rlx_mlir.builder import Builder, Tensor
     from rlx_mlir.transforms.autodiff import VjpContext
     from rlx_mlir.transforms.jvp import JvpContext
 
@@ -802,3 +804,152 @@ def _lower_attention_backward_jvp(op: AttentionBackwardJvpOp, e: Emitter,
     cfg = AttentionConfig.from_attrs(op.py_attrs())
     t = _grouped(e, cfg, operands[:4], operands[4:8], operands[8:])
     return LOWERED_TANGENTS[op.attr("wrt")](t)
+
+
+# ---------------------------------------------------------------- JVP rules of the jvp ops
+# Third derivatives (jvp of an HVP, jvp of jvp) without a third dedicated op: the primal
+# function of a jvp op (rlx.attention, or one rlx.attention_backward gradient) is emitted
+# as primitive rlx ops (matmul, softmax, where, tanh, reductions, shape ops) in a block and
+# differentiated by the JVP machinery once (giving the jvp op's own value) and once more
+# (its tangent). Every primitive already lowers, interprets, batches and has a JVP rule.
+# Masks: dropped keys (and -inf logits) become ``_DROPPED`` before the softmax and their
+# probabilities are then selected to exactly 0, so fully masked rows stay finite (NaN-free).
+
+_DROPPED = -1e30
+
+
+def primitive_heads(b: Builder, cfg: AttentionConfig, x: Tensor, heads: int) -> Tensor:
+    """``[B, S, heads*D] -> [B, Hq, S, D]``: query head h reads head ``h // group``."""
+    d, hq = cfg.head_dim, cfg.num_heads
+    n, s, _ = x.shape
+    x = b.transpose(b.reshape(x, (n, s, heads, d)), perm=[0, 2, 1, 3])
+    if heads == hq:
+        return x
+    x = b.expand(b.reshape(x, (n, heads, 1, s, d)), (n, heads, hq // heads, s, d))
+    return b.reshape(x, (n, hq, s, d))
+
+
+@dataclass
+class PrimitiveAttention:
+    """``rlx.attention``'s math as primitive rlx ops on per-head views ``[B, Hq, S, D]``
+    (k and v repeated for the query heads of their kv head)."""
+
+    b: Builder
+    cfg: AttentionConfig
+    q: Tensor
+    k: Tensor
+    v: Tensor
+    mask: Tensor | None
+
+    @classmethod
+    def of(cls, b: Builder, cfg: AttentionConfig, q: Tensor, k: Tensor, v: Tensor,
+           mask: Tensor | None = None) -> PrimitiveAttention:
+        kv = cfg.num_kv_heads
+        return cls(b, cfg, primitive_heads(b, cfg, q, cfg.num_heads),
+                   primitive_heads(b, cfg, k, kv), primitive_heads(b, cfg, v, kv), mask)
+
+    def heads(self, x: Tensor, heads: int) -> Tensor:
+        return primitive_heads(self.b, self.cfg, x, heads)
+
+    def merge(self, x: Tensor, heads: int) -> Tensor:
+        """Adjoint of :meth:`heads`: ``[B, Hq, S, D] -> [B, S, heads*D]``, groups summed."""
+        n, hq, s, d = x.shape
+        if heads != hq:
+            x = self.b.reduce_sum(self.b.reshape(x, (n, heads, hq // heads, s, d)), axes=[2])
+        return self.b.reshape(self.b.transpose(x, perm=[0, 2, 1, 3]), (n, s, heads * d))
+
+    @cached_property
+    def scores(self) -> Tensor:
+        return (self.q @ self.k.T) * self.cfg.scale
+
+    @cached_property
+    def capped(self) -> Tensor:
+        """``tanh(s / softcap)``."""
+        return self.b.tanh(self.scores / self.cfg.softcap)
+
+    def _scalar(self, value: float) -> Tensor:
+        return self.b.full((), value, self.q.dtype)
+
+    def _keep(self) -> Tensor | None:
+        """The mask_kind's keep predicate, broadcastable to the scores (None: keep all)."""
+        n, _, s, skv = self.scores.shape
+        kind, mask = self.cfg.mask_kind, self.mask
+        if kind in ("causal", "sliding_window"):
+            return self.b.constant(attention_mask(self.cfg, s, skv))
+        if kind != "custom" or mask is None:
+            return None
+        if mask.dtype != "i1":
+            mask = self.b.compare(mask, self._scalar(CUSTOM_KEEP_THRESHOLD), predicate="ge")
+        return self.b.reshape(mask, (n, 1, 1, skv))
+
+    @cached_property
+    def probs(self) -> Tensor:
+        """``P`` with dropped keys (and ``-inf`` logits) exactly 0, masked rows all 0."""
+        cap, b = self.cfg.softcap, self.b
+        logits = self.scores if cap is None else self.capped * cap
+        if self.cfg.mask_kind == "bias":
+            logits = logits + self.mask
+        keep, inf = self._keep(), self._scalar(-math.inf)
+        if keep is not None:
+            logits = b.where(keep, logits, inf)
+        alive = b.compare(logits, inf, predicate="ne")
+        p = b.softmax(b.where(alive, logits, self._scalar(_DROPPED)), axis=-1)
+        return b.where(alive, p, self._scalar(0.0))
+
+    def output(self) -> Tensor:
+        return self.merge(self.probs @ self.v, self.cfg.num_heads)
+
+    def d_logits(self, dy: Tensor) -> Tensor:
+        """``dS = P (dP - rowsum(dP P))``, ``dP = dO V^T`` (``dy`` in heads)."""
+        d_probs = dy @ self.v.T
+        return self.probs * (d_probs - (d_probs * self.probs).sum(axis=-1, keepdims=True))
+
+    def scaled_d_scores(self, dy: Tensor) -> Tensor:
+        """``scale * dS'``: dS through the softcap."""
+        ds = self.d_logits(dy)
+        if self.cfg.softcap is not None:
+            ds = ds * (1.0 - self.capped * self.capped)
+        return ds * self.cfg.scale
+
+
+PRIMITIVE_GRADIENTS: dict[str, Callable[[PrimitiveAttention, Tensor], Tensor]] = {
+    "q": lambda a, dy: a.merge(a.scaled_d_scores(dy) @ a.k, a.cfg.num_heads),
+    "k": lambda a, dy: a.merge(a.scaled_d_scores(dy).T @ a.q, a.cfg.num_kv_heads),
+    "v": lambda a, dy: a.merge(a.probs.T @ dy, a.cfg.num_kv_heads),
+    "bias": PrimitiveAttention.d_logits,
+}
+"""``wrt`` -> the gradient it selects, from primitive ops (``dy`` in heads)."""
+
+
+def _primal_as_primitives(b: Builder, op: RlxOp, xs: Sequence[Tensor]) -> Tensor:
+    """The primal function of a jvp op on ``q, k, v[, dy][, mask]``, as primitive ops."""
+    cfg = AttentionConfig.from_attrs(op.py_attrs())
+    if isinstance(op, AttentionJvpOp):
+        return PrimitiveAttention.of(b, cfg, *xs).output()
+    q, k, v, dy, *mask = xs
+    a = PrimitiveAttention.of(b, cfg, q, k, v, *mask)
+    return PRIMITIVE_GRADIENTS[op.attr("wrt")](a, a.heads(dy, cfg.num_heads))
+
+
+def _jvp_op_as_primitives(b: Builder, op: RlxOp, operands: Sequence[Tensor]) -> Tensor:
+    """The result of jvp op ``op`` on ``operands``: the JVP of its primal function."""
+    from rlx_mlir.transforms.jvp import jvp_block
+
+    n = 4 if isinstance(op, AttentionBackwardJvpOp) else 3
+    primals, tangents, masks = operands[:n], operands[n:2 * n], operands[2 * n:]
+    primals = [*primals, *masks[:1]]
+    t_mask = list(masks[1:]) or [None] * len(masks)  # the bias tangent (custom: none)
+    fn = b.region([x.type for x in primals], lambda fb, *xs: _primal_as_primitives(fb, op, xs))
+    (out,), (t_out,) = jvp_block(b, fn.block, primals, [*tangents, *t_mask])
+    return t_out if t_out is not None else b.full(out.shape, 0.0, out.dtype)
+
+
+@JVP.register(AttentionJvpOp, AttentionBackwardJvpOp)
+def _jvp_of_jvp_op(ctx: JvpContext, op: RlxOp, *tangents: Tensor | None) -> list[Tensor | None]:
+    """Second-order tangent: the op re-derived from primitive ops, differentiated again."""
+    from rlx_mlir.transforms.jvp import jvp_block
+
+    inputs = ctx.inputs(op)
+    fn = ctx.b.region([x.type for x in inputs],
+                      lambda fb, *xs: _jvp_op_as_primitives(fb, op, xs))
+    return jvp_block(ctx.b, fn.block, inputs, list(tangents))[1]

@@ -10,20 +10,36 @@ used to recompute the carries between checkpoints.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
-from xdsl.irdl import irdl_op_definition, operand_def, result_def, var_operand_def, var_region_def
+from xdsl.ir import Block, Region
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_region_def,
+)
+from xdsl.traits import IsolatedFromAbove, Pure
 
 from rlx_mlir.dialects.base import RlxOp, ShapeError, dtype_of, optional, require, shape_of, tensor
 from rlx_mlir.dialects.control import (
+    _pack,
+    _step_type,
+    _unpack,
     check_block,
     checkpoint_steps,
     run_region,
     trajectory_rows,
 )
-from rlx_mlir.rules import INTERPRET, VMAP
+from rlx_mlir.rules import INTERPRET, JVP, VMAP
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Builder, Tensor
+    from rlx_mlir.transforms.jvp import JvpContext
 
 
 def _layout(types: Sequence[TensorType], attrs) -> tuple[int, int, list[TensorType]]:
@@ -57,6 +73,7 @@ class ScanBackwardBase(RlxOp):
     xs = var_operand_def(TensorType)
     result = result_def(TensorType)
     bodies = var_region_def("single_block")
+    traits = traits_def(Pure(), IsolatedFromAbove())  # CSE must not hoist into the regions
     ATTRS: ClassVar[dict[str, str]] = {
         "length": "i64, the forward scan's length",
         "num_checkpoints": "i64 K of the forward scan (0 = every carry stored)",
@@ -157,6 +174,61 @@ def _interpret_scan_backward_xs(op, init, traj, upstream, *xs):
         dxs[t] = outs[1 + index]
     return dxs
 
+
+# ---------------------------------------------------------------- JVP rules (forward over reverse)
+# The tangent of a reverse sweep is the same sweep over [primal, tangent] pairs stacked on a
+# new axis of size 2 (as in the JVP of rlx.scan): carry, trajectory and upstream rows and
+# dcarry become pairs, each per-step input is followed by its tangent, and both regions are
+# replaced by their JVPs. A checkpointed sweep stays checkpointed: the carry tangents between
+# checkpoints are recomputed by forward_body's JVP from the checkpoint tangents.
+
+
+def _paired_region(b: Builder, block: Block, pair: TensorType,
+                   steps: Sequence[TensorType]) -> Region:
+    """``block`` ``(carry, x..., [d]) -> (carry', dx...)`` differentiated forward, as
+    ``(pair, x..., tx..., [d pair]) -> (pair', dx..., tdx...)``."""
+    from rlx_mlir.transforms.jvp import jvp_block
+
+    n = len(steps)
+
+    def body(inner: Builder, carry: Tensor, *rest: Tensor) -> list[Tensor]:
+        (c, tc), *d = [_unpack(inner, p) for p in (carry, *rest[2 * n:])]
+        outs, touts = jvp_block(inner, block, [c, *rest[:n], *(p for p, _ in d)],
+                                [tc, *rest[n:2 * n], *(t for _, t in d)])
+        touts = [t if t is not None else inner.full(o.shape, 0.0, o.dtype)
+                 for o, t in zip(outs, touts, strict=True)]
+        return [_pack(inner, outs[0], touts[0]), *outs[1:], *touts[1:]]
+
+    with_d = len(block.args) == n + 2
+    return b.region([pair, *steps, *steps, *[pair] * with_d], body)
+
+
+def _jvp_scan_backward(ctx: JvpContext, op: ScanBackwardBase, t_init: Tensor | None,
+                       t_traj: Tensor | None, t_upstream: Tensor | None,
+                       *t_xs: Tensor | None) -> list[Tensor]:
+    """The sweep over (primal, tangent) pairs: the tangent half of its d init pair, or its
+    gradient of the tangent of xs ``xs_idx``. Along ``upstream`` alone (the op is linear
+    in it) the op itself on ``t_upstream``."""
+    b = ctx.b
+    if t_init is None and t_traj is None and all(t is None for t in t_xs):
+        clone = op.clone(value_mapper={op.upstream: t_upstream.value})
+        b.block.add_op(clone)
+        return [b.wrap(clone.result)]
+    init, traj, upstream, *xs = ctx.inputs(op)
+    pair = tensor((2, *init.shape), init.dtype)
+    regions = [_paired_region(b, r.block, pair, [_step_type(x) for x in xs]) for r in op.bodies]
+    operands = [_pack(b, init, ctx.or_zeros(t_init, init)),
+                *(_pack(b, v, ctx.or_zeros(t, v), axis=1)
+                  for v, t in ((traj, t_traj), (upstream, t_upstream))),
+                *xs, *(ctx.or_zeros(t, x) for t, x in zip(t_xs, xs, strict=True))]
+    attrs = op.py_attrs()
+    if isinstance(op, ScanBackwardXsOp):
+        attrs["xs_idx"] += len(xs)
+        return [b._emit_with_regions("scan_backward_xs", operands, regions, **attrs)]
+    return [_unpack(b, b._emit_with_regions("scan_backward", operands, regions, **attrs))[1]]
+
+
+JVP.register(ScanBackwardOp, ScanBackwardXsOp)(_jvp_scan_backward)
 
 
 # ---------------------------------------------------------------- batching rules (SPEC 6.3)

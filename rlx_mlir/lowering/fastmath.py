@@ -1,0 +1,79 @@
+"""Vectorizable f32 ``exp`` and ``tanh`` built from arith ops.
+
+``math.exp`` / ``math.tanh`` reach LLVM as intrinsics that the x86 backend scalarizes into
+``expf`` / ``tanhf`` calls, one element at a time (notes/CODEGEN.md §2: 5x slower than a
+polynomial), and upstream exposes its polynomial approximations only as a test pass. So
+the emitter writes them out for f32 (f64 keeps ``math.*``, the reference precision):
+
+* ``exp``: Cephes ``expf`` -- ``n = round(x log2 e)``, ``r = x - n ln 2`` (two-part
+  ln 2), a degree-6 polynomial in ``r``, times ``2^n`` built from the exponent bits;
+  ``-inf``/underflow -> 0, overflow -> ``inf``, NaN -> NaN. Max relative error ~2 ulp.
+* ``tanh``: Eigen's odd/even rational approximation on ``[-7.9, 7.9]`` (outside it
+  ``tanh`` rounds to +-1 in f32); max absolute error ~2e-7 over the range.
+
+>>> # inside a LOWER rule body: s.exp(v) emits these ops for an f32 ``v``
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, IntegerType
+
+if TYPE_CHECKING:
+    from rlx_mlir.lowering.emitter import Emitter, Value
+
+_LOG2E = 1.44269504088896341
+_LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4
+_EXP_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+             1.6666665459e-1, 5.0000001201e-1)
+_EXP_MIN, _EXP_MAX = -87.33654, 88.72283
+
+_TANH_CLAMP = 7.90531110763549805
+_TANH_NUM = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+             5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+             4.89352455891786e-03)
+_TANH_DEN = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+             4.89352518554385e-03)
+
+
+def is_f32(x: Value) -> bool:
+    return isinstance(x.type, Float32Type)
+
+
+def _horner(s: Emitter, x: Value, coefficients: tuple[float, ...]) -> Value:
+    """``c0 x^(n-1) + c1 x^(n-2) + ... + c_{n-1}`` (highest power first)."""
+    acc = s.scalar(coefficients[0], x.type)
+    for c in coefficients[1:]:
+        acc = s.add(s.mul(acc, x), c)
+    return acc
+
+
+def _pow2(s: Emitter, n: Value) -> Value:
+    """``2^(n-1)`` for an integral-valued f32 ``n`` in [-126, 128] (exponent bits)."""
+    i32 = IntegerType(32)
+    ni = s.emit(arith.FPToSIOp(n, i32))
+    bits = s.emit(arith.ShLIOp(s.add(ni, 126), s.scalar(23, i32)))
+    return s.emit(arith.BitcastOp(bits, Float32Type()))
+
+
+def exp_f32(s: Emitter, x: Value) -> Value:
+    """``exp(x)`` for f32 as arith ops (see the module docstring)."""
+    xc = s.min(s.max(x, _EXP_MIN), _EXP_MAX)
+    n = s.floor(s.add(s.mul(xc, _LOG2E), 0.5))
+    r = s.sub(s.sub(xc, s.mul(n, _LN2_HI)), s.mul(n, _LN2_LO))
+    poly = s.add(s.add(s.mul(_horner(s, r, _EXP_POLY), s.mul(r, r)), r), 1.0)
+    y = s.mul(s.mul(poly, _pow2(s, n)), 2.0)
+    y = s.select(s.cmp("lt", x, _EXP_MIN), 0.0, y)
+    y = s.select(s.cmp("gt", x, _EXP_MAX), float("inf"), y)
+    return s.select(s.cmp("ne", x, x), x, y)
+
+
+def tanh_f32(s: Emitter, x: Value) -> Value:
+    """``tanh(x)`` for f32 as arith ops (see the module docstring)."""
+    xc = s.min(s.max(x, -_TANH_CLAMP), _TANH_CLAMP)
+    x2 = s.mul(xc, xc)
+    p = s.mul(xc, _horner(s, x2, _TANH_NUM))
+    q = _horner(s, x2, _TANH_DEN)
+    return s.min(s.max(s.div(p, q), -1.0), 1.0)
