@@ -23,6 +23,7 @@ asserts on the produced IR (``vector.fma`` counts, packed buffers).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -34,6 +35,7 @@ MR, NR = 4, 64
 KC, NC, MC = 256, 256, 64
 PACK_MIN_FLOPS = 1 << 18  # below this a register-tiled unpacked schedule is enough
 THREAD_MIN_FLOPS = 1 << 24  # below this a 2-thread split does not pay for its dispatch
+THREAD_MIN_ELEMENTS = 1 << 16  # iteration-space size from which other ops are split too
 VEC_MAX_FULL = 64  # an innermost parallel dim up to this size is one vector
 
 
@@ -174,7 +176,28 @@ def _tile_for(target: str, sizes: list[int], out: str, interchange: list[int] | 
             f"tile_sizes {sizes}{inter} : (!transform.any_op) -> ({res})\n")
 
 
-def _generic_fragment(i: int, info: OpInfo) -> str | None:
+def _forall(i: int, handle: str, info: OpInfo, threads: int) -> tuple[str, str, list[int]]:
+    """Split the first parallel dim that divides evenly over ``threads`` (an
+    ``scf.forall`` run by the async runtime) when the op is big enough to pay for the
+    dispatch. Returns (transform text, the tiled op's handle, its loop ranges)."""
+    if threads <= 1 or math.prod(info.ranges) < THREAD_MIN_ELEMENTS:
+        return "", handle, info.ranges
+    dims = [d for d, (r, it) in enumerate(zip(info.ranges, info.iterators, strict=True))
+            if it == "parallel" and r % threads == 0 and r >= threads]
+    if not dims:
+        return "", handle, info.ranges
+    d = dims[0]
+    sizes = [0] * len(info.ranges)
+    sizes[d] = info.ranges[d] // threads
+    ranges = list(info.ranges)
+    ranges[d] = sizes[d]
+    text = (f"    %fa{i}, %fl{i} = transform.structured.tile_using_forall {handle} "
+            f"tile_sizes {sizes} : (!transform.any_op) -> "
+            f"(!transform.any_op, !transform.any_op)\n")
+    return text, f"%fa{i}", ranges
+
+
+def _generic_fragment(i: int, info: OpInfo, threads: int = 1) -> str | None:
     n = len(info.ranges)
     if n == 0 or any(r == 0 for r in info.ranges):
         return None
@@ -187,21 +210,25 @@ def _generic_fragment(i: int, info: OpInfo) -> str | None:
         if v is None:
             return None
         sizes.append(v if v < last else 0)
-    # an outer dim of extent 1 needs no loop
-    sizes = [0 if (s == 1 and r == 1) else s for s, r in zip(sizes, info.ranges, strict=True)]
     text = _match(i, info.name)
-    text += _tile_for(f"%op{i}", sizes, f"%t{i}")
+    split, handle, ranges = _forall(i, f"%op{i}", info, threads)
+    text += split
+    # an outer dim of extent 1 needs no loop
+    sizes = [0 if (s == 1 and r == 1) else s for s, r in zip(sizes, ranges, strict=True)]
+    text += _tile_for(handle, sizes, f"%t{i}")
     text += f"    transform.structured.vectorize %t{i} : !transform.any_op\n"
     return text
 
 
-def _batch_matmul_fragment(i: int, info: OpInfo) -> str:
-    b, m, n, k = info.ranges
+def _batch_matmul_fragment(i: int, info: OpInfo, threads: int = 1) -> str:
+    text = _match(i, info.name)
+    split, handle, ranges = _forall(i, f"%op{i}", info, threads)
+    text += split
+    b, m, n, k = ranges
     nr = n if n <= NR else _divisor_at_most(n, NR)
     mr = _divisor_at_most(m, MR if nr >= 64 else 8)
-    text = _match(i, info.name)
     sizes = [1 if b > 1 else 0, mr if mr < m else 0, nr if nr < n else 0, 0]
-    text += _tile_for(f"%op{i}", sizes, f"%a{i}")
+    text += _tile_for(handle, sizes, f"%a{i}")
     text += _tile_for(f"%a{i}", [0, 0, 0, 1], f"%t{i}")
     text += (f"    transform.structured.vectorize %t{i} "
              f"{{create_named_contraction}} : !transform.any_op\n")
@@ -403,10 +430,11 @@ def plan(module) -> tuple[str, dict[str, int]]:
                 text, kind = _small_matmul_fragment(i, info), "matmul_small"
                 hoists.append(f"%t{i}_l")
         elif info.name == "linalg.batch_matmul":
-            text, kind = _batch_matmul_fragment(i, info), "batch_matmul"
+            text, kind = _batch_matmul_fragment(i, info, threads), "batch_matmul"
             hoists.append(f"%t{i}_l")
         else:
-            frag = _generic_fragment(i, info)
+            nested = op.parent.name != "func.func"
+            frag = _generic_fragment(i, info, 1 if nested else threads)
             if frag is None:
                 continue
             text, kind = frag, "vector"
