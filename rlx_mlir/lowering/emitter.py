@@ -311,7 +311,8 @@ class Emitter:
         return fastmath.tanh_f32(self, x) if fastmath.is_f32(x) else self.emit(math.TanhOp(x))
 
     def erf(self, x: Value) -> Value:
-        return self.emit(math.ErfOp(x))
+        """f32: a vectorizable rational approximation; else ``math.erf``."""
+        return fastmath.erf_f32(self, x) if fastmath.is_f32(x) else self.emit(math.ErfOp(x))
 
     def sin(self, x: Value) -> Value:
         return self.emit(math.SinOp(x))

@@ -1,4 +1,4 @@
-"""Vectorizable f32 ``exp`` and ``tanh`` built from arith ops.
+"""Vectorizable f32 ``exp``, ``tanh`` and ``erf`` built from arith ops.
 
 ``math.exp`` / ``math.tanh`` reach LLVM as intrinsics that the x86 backend scalarizes into
 ``expf`` / ``tanhf`` calls, one element at a time (notes/CODEGEN.md §2: 5x slower than a
@@ -9,7 +9,8 @@ the emitter writes them out for f32 (f64 keeps ``math.*``, the reference precisi
   ln 2), a degree-6 polynomial in ``r``, times ``2^n`` built from the exponent bits;
   ``-inf``/underflow -> 0, overflow -> ``inf``, NaN -> NaN. Max relative error ~2 ulp.
 * ``tanh``: Eigen's odd/even rational approximation on ``[-7.9, 7.9]`` (outside it
-  ``tanh`` rounds to +-1 in f32); max absolute error ~2e-7 over the range.
+  ``tanh`` rounds to +-1 in f32); max absolute error ~3e-7 over the range.
+* ``erf``: the same form on ``[-4, 4]`` (Eigen's coefficients).
 
 >>> # inside a LOWER rule body: s.exp(v) emits these ops for an f32 ``v``
 """
@@ -36,6 +37,13 @@ _TANH_NUM = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
              4.89352455891786e-03)
 _TANH_DEN = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
              4.89352518554385e-03)
+
+_ERF_CLAMP = 4.0
+_ERF_NUM = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+            -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+            -1.60960333262415e-02)
+_ERF_DEN = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+            -7.37332916720468e-03, -1.42647390514189e-02)
 
 
 def is_f32(x: Value) -> bool:
@@ -70,10 +78,20 @@ def exp_f32(s: Emitter, x: Value) -> Value:
     return s.select(s.cmp("ne", x, x), x, y)
 
 
+def _odd_rational(s: Emitter, x: Value, clamp: float, num: tuple[float, ...],
+                  den: tuple[float, ...]) -> Value:
+    """``x P(x^2) / Q(x^2)`` on ``x`` clamped to ``[-clamp, clamp]``, clamped to [-1, 1]."""
+    xc = s.min(s.max(x, -clamp), clamp)
+    x2 = s.mul(xc, xc)
+    ratio = s.div(s.mul(xc, _horner(s, x2, num)), _horner(s, x2, den))
+    return s.min(s.max(ratio, -1.0), 1.0)
+
+
 def tanh_f32(s: Emitter, x: Value) -> Value:
     """``tanh(x)`` for f32 as arith ops (see the module docstring)."""
-    xc = s.min(s.max(x, -_TANH_CLAMP), _TANH_CLAMP)
-    x2 = s.mul(xc, xc)
-    p = s.mul(xc, _horner(s, x2, _TANH_NUM))
-    q = _horner(s, x2, _TANH_DEN)
-    return s.min(s.max(s.div(p, q), -1.0), 1.0)
+    return _odd_rational(s, x, _TANH_CLAMP, _TANH_NUM, _TANH_DEN)
+
+
+def erf_f32(s: Emitter, x: Value) -> Value:
+    """``erf(x)`` for f32 as arith ops: Eigen's rational approximation on [-4, 4]."""
+    return _odd_rational(s, x, _ERF_CLAMP, _ERF_NUM, _ERF_DEN)
