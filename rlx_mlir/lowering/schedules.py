@@ -220,6 +220,25 @@ def _generic_fragment(i: int, info: OpInfo, threads: int = 1) -> str | None:
     return text
 
 
+TRANSPOSE_TILE = 16  # a 16x16 block: vector.transpose lowered to AVX-512 shuffles
+
+
+def _transpose_fragment(i: int, info: OpInfo, perm: list[int], threads: int) -> str | None:
+    """A transpose whose innermost output dim is not the input's innermost: 16x16 blocks
+    (read rows, ``vector.transpose`` in registers, write rows); else the generic rule."""
+    n = len(perm)
+    inner = perm.index(n - 1)  # the output dim that walks the input's contiguous dim
+    if inner == n - 1 or any(info.ranges[d] % TRANSPOSE_TILE for d in (inner, n - 1)):
+        return _generic_fragment(i, info, threads)
+    text = _match(i, info.name)
+    split, handle, ranges = _forall(i, f"%op{i}", info, threads)
+    sizes = [0 if r == 1 else 1 for r in ranges]
+    sizes[inner] = sizes[n - 1] = TRANSPOSE_TILE
+    text += split + _tile_for(handle, sizes, f"%t{i}")
+    text += f"    transform.structured.vectorize %t{i} : !transform.any_op\n"
+    return text
+
+
 def _batch_matmul_fragment(i: int, info: OpInfo, threads: int = 1) -> str:
     text = _match(i, info.name)
     split, handle, ranges = _forall(i, f"%op{i}", info, threads)
@@ -434,7 +453,11 @@ def plan(module) -> tuple[str, dict[str, int]]:
             hoists.append(f"%t{i}_l")
         else:
             nested = op.parent.name != "func.func"
-            frag = _generic_fragment(i, info, 1 if nested else threads)
+            if info.name == "linalg.transpose":
+                perm = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["permutation"])]
+                frag = _transpose_fragment(i, info, perm, 1 if nested else threads)
+            else:
+                frag = _generic_fragment(i, info, 1 if nested else threads)
             if frag is None:
                 continue
             text, kind = frag, "vector"
@@ -567,6 +590,9 @@ _VECTOR_LOWERING = """module attributes {transform.with_named_sequence} {
       transform.apply_patterns.canonicalization
     } : !transform.any_op
     transform.apply_cse to %func : !transform.any_op
+    transform.apply_patterns to %func {
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
+    } : !transform.any_op
     transform.yield
   }
 }
