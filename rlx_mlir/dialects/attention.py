@@ -693,10 +693,22 @@ def lowered_probs(e: Emitter, ops: GroupedOperands, qk: SSAValue) -> SSAValue:
     return masked_softmax_lowered(e, masked_logits(e, ops, qk, lengths))
 
 
+def shared_probs(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue, v: SSAValue,
+                 mask: SSAValue | None) -> tuple[GroupedOperands, SSAValue, SSAValue]:
+    """(grouped operands, unscaled ``Q K^T``, ``P``), emitted once per block for these
+    operands: the forward op and its gradient ops share them (no recomputation)."""
+
+    def build() -> tuple[GroupedOperands, SSAValue, SSAValue]:
+        ops = GroupedOperands.of(e, cfg, q, k, v, mask)
+        qk = SCORES_CONTRACTION.emit(e, ops.q, ops.k)
+        return ops, qk, lowered_probs(e, ops, qk)
+
+    return e.once(("attention-probs", cfg, q, k, v, mask), build)
+
+
 @LOWER.register(AttentionOp)
 def _lower_attention(op: AttentionOp, e: Emitter, q: SSAValue, k: SSAValue, v: SSAValue,
                      mask: SSAValue | None = None) -> SSAValue:
     cfg = AttentionConfig.from_attrs(op.py_attrs())
-    ops = GroupedOperands.of(e, cfg, q, k, v, mask)
-    probs = lowered_probs(e, ops, SCORES_CONTRACTION.emit(e, ops.q, ops.k))
+    ops, _, probs = shared_probs(e, cfg, q, k, v, mask)
     return merge_groups(e, KEYS_CONTRACTION.emit(e, probs, ops.v), GROUPED_HEADS)

@@ -98,8 +98,20 @@ def _reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
 class Emitter:
     """Inserts upstream ops at one insertion point and returns their results."""
 
-    def __init__(self, insert_point: InsertPoint):
+    def __init__(self, insert_point: InsertPoint, shared: dict[Any, Any] | None = None):
         self.insert_point = insert_point
+        self.shared = {} if shared is None else shared
+
+    def once(self, key: Any, build: Callable[[], Any]) -> Any:
+        """``build()`` the first time ``key`` is asked for in this block, the same values
+        after (e.g. attention's probabilities, needed by the forward op and by each of its
+        gradient ops). Values are emitted before the first asker; later askers in the same
+        block come after it, so the values dominate them. ``key`` holds SSA values and
+        attributes (the operands and configuration the values depend on)."""
+        full = (self.insert_point.block, key)
+        if full not in self.shared:
+            self.shared[full] = build()
+        return self.shared[full]
 
     # -- raw insertion ------------------------------------------------------
     def emit(self, op: Operation) -> Any:

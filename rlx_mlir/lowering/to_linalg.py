@@ -28,10 +28,11 @@ def is_rlx(op: Operation) -> bool:
     return op.name.startswith("rlx.")
 
 
-def lower_op(op: Operation) -> None:
-    """Replace one rlx op by the upstream ops its LOWER rule emits."""
+def lower_op(op: Operation, shared: dict | None = None) -> None:
+    """Replace one rlx op by the upstream ops its LOWER rule emits (``shared``: values
+    rules emit once per block, see :meth:`Emitter.once`)."""
     rule = LOWER.lookup(op)
-    emitter = Emitter(InsertPoint.before(op))
+    emitter = Emitter(InsertPoint.before(op), shared)
     out = rule(op, emitter, *op.operands)
     values: Sequence[SSAValue] = out if isinstance(out, (list, tuple)) else [out]
     if len(values) != len(op.results):
@@ -49,13 +50,14 @@ def lower_op(op: Operation) -> None:
 
 def lower_module(module: ModuleOp) -> None:
     """Lower until no rlx op is left (rules may move regions holding more rlx ops)."""
+    shared: dict = {}
     while True:
         pending = [op for op in module.walk() if is_rlx(op)]
         if not pending:
             return
         for op in pending:
             if _attached(op, module):
-                lower_op(op)
+                lower_op(op, shared)
 
 
 def _attached(op: Operation, module: ModuleOp) -> bool:

@@ -68,7 +68,7 @@ def _fast_pipeline() -> list[Stage]:
     from rlx_mlir.lowering import schedules as S
 
     return [
-        Stage("fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse"),
+        Stage("fuse", "cse,canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,cse"),
         Stage("contractions", f"python:{C.CONTRACTION_VERSION}", C.apply_contractions),
         Stage("schedule", f"transform:{S.SCHEDULE_VERSION}:threads={S.num_threads()}",
               S.apply_schedules),

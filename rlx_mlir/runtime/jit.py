@@ -338,6 +338,26 @@ def _module_and_text(module_or_text: ModuleOp | str) -> tuple[ModuleOp | None, s
     raise TypeError(f"expected an rlx module or its text, got {type(module_or_text).__name__}")
 
 
+_ENTRY_ENGINES: dict[tuple[str, str], str] = {}
+"""(key of the whole module's text, entry) -> key of the engine of its reachable part."""
+
+
+def _entry_engine(module: ModuleOp | None, text: str, entry: str) -> Engine:
+    """The engine of ``entry``'s reachable part (a memory hit costs one hash of ``text``)."""
+    from rlx_mlir.ir import parse, to_text
+
+    whole = (content_key(text), entry)
+    known = _ENGINES.get(_ENTRY_ENGINES.get(whole, ""))
+    if known is not None:
+        return known
+    whole_module = module if module is not None else parse(text)
+    pruned = reachable_module(whole_module, entry)
+    engine = (_engine_for(whole_module, text) if pruned is whole_module
+              else _engine_for(pruned, to_text(pruned)))
+    _ENTRY_ENGINES[whole] = engine.key
+    return engine
+
+
 def _engine_for(module: ModuleOp | None, text: str) -> Engine:
     from rlx_mlir.ir import parse
 
@@ -357,11 +377,51 @@ def _engine_for(module: ModuleOp | None, text: str) -> Engine:
     return engine
 
 
+def _symbol_refs(op: Any) -> set[str]:
+    """Names of the symbols that ``op`` and the ops nested in it refer to."""
+    from xdsl.dialects.builtin import SymbolRefAttr
+
+    names = set()
+    for inner in op.walk():
+        for attr in (*inner.attributes.values(), *inner.properties.values()):
+            if isinstance(attr, SymbolRefAttr):
+                names.add(attr.root_reference.data)
+    return names
+
+
+def reachable_module(module: ModuleOp, entry: str) -> ModuleOp:
+    """A copy of ``module`` holding ``entry`` and the functions it reaches, only: compiling
+    a gradient does not also compile the forward function it was derived from.
+
+    The module itself is returned when nothing is left out (or ``entry`` is missing:
+    ``compile`` names the error).
+    """
+    funcs = {op.sym_name.data: op for op in module.ops if hasattr(op, "sym_name")}
+    if entry not in funcs:
+        return module
+    keep, todo = set(), [entry]
+    while todo:
+        name = todo.pop()
+        if name in keep or name not in funcs:
+            continue
+        keep.add(name)
+        todo.extend(_symbol_refs(funcs[name]))
+    if keep == set(funcs):
+        return module
+    pruned = module.clone()
+    for op in list(pruned.ops):
+        if hasattr(op, "sym_name") and op.sym_name.data not in keep:
+            pruned.body.block.erase_op(op)
+    return pruned
+
+
 def compile(module_or_text: ModuleOp | str, entry: str | None = None) -> Executable:  # noqa: A001
-    """Compile ``entry`` (default: the first public function) to native code, cached by content."""
+    """Compile ``entry`` (default: the first public function) to native code, cached by content.
+
+    With an ``entry``, only it and the functions it calls are compiled."""
     module, text = _module_and_text(module_or_text)
     with _CACHE_LOCK:
-        engine = _engine_for(module, text)
+        engine = _engine_for(module, text) if entry is None else _entry_engine(module, text, entry)
         cache_key = (engine.key, entry)
         executable = _EXECUTABLES.get(cache_key)
         if executable is None:

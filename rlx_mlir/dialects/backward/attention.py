@@ -226,6 +226,7 @@ from rlx_mlir.dialects.attention import (  # noqa: E402
     merge_groups,
     row_reduce,
     scaled_scores,
+    shared_probs,
     with_rows,
 )
 from rlx_mlir.rules import LOWER  # noqa: E402
@@ -236,20 +237,35 @@ if TYPE_CHECKING:
 
 @dataclass
 class LoweredRecompute:
-    """The forward replayed in the lowered module; each quantity emitted on first use."""
+    """The forward replayed in the lowered module; each quantity emitted on first use and
+    shared by the gradient ops of one attention (and with its forward op)."""
 
     e: Emitter
-    ops: GroupedOperands
-    dy: SSAValue  # [B, S, Hkv, G, D]
+    cfg: AttentionConfig
+    operands: tuple[SSAValue, SSAValue, SSAValue, SSAValue | None]  # q, k, v, mask
+    dy_flat: SSAValue
 
     @cached_property
+    def _forward(self) -> tuple[GroupedOperands, SSAValue, SSAValue]:
+        return shared_probs(self.e, self.cfg, *self.operands)
+
+    @property
+    def ops(self) -> GroupedOperands:
+        return self._forward[0]
+
+    @property
     def qk(self) -> SSAValue:
         """Unscaled ``Q K^T`` [B, Hkv, G, S, S_kv]."""
-        return SCORES_CONTRACTION.emit(self.e, self.ops.q, self.ops.k)
+        return self._forward[1]
+
+    @property
+    def probs(self) -> SSAValue:
+        return self._forward[2]
 
     @cached_property
-    def probs(self) -> SSAValue:
-        return lowered_probs(self.e, self.ops, self.qk)
+    def dy(self) -> SSAValue:
+        """``dO`` [B, S, Hkv, G, D]."""
+        return GroupedOperands.queries(self.e, self.cfg, self.dy_flat)
 
     @cached_property
     def d_logits(self) -> SSAValue:
@@ -306,8 +322,9 @@ def _lower_attention_backward(op: AttentionBackwardOp, e: Emitter, q: SSAValue, 
                               v: SSAValue, dy: SSAValue,
                               mask: SSAValue | None = None) -> SSAValue:
     cfg = AttentionConfig.from_attrs(op.py_attrs())
-    ops = GroupedOperands.of(e, cfg, q, k, v, mask)
-    recompute = LoweredRecompute(e, ops, GroupedOperands.queries(e, cfg, dy))
+    recompute = e.once(("attention-recompute", cfg, q, k, v, dy, mask),
+                       lambda: LoweredRecompute(e, cfg, (q, k, v, mask), dy))
+    recompute.e = e  # what is not shared yet is emitted before this op
     return LOWERED_GRADIENTS[op.attr("wrt")](recompute)
 
 
