@@ -103,9 +103,9 @@ func.func @bias_softcap(%q: tensor<1x3x8xf32>, %k: tensor<1x5x4xf32>, %v: tensor
 // dV = P^T dO summed over the group: only Q K^T and the softmax are replayed (no dO V^T),
 // then one contraction reducing over (g, s).
 // CHECK-LABEL: func.func @grad_v
-// CHECK: %[[DY:.*]] = tensor.expand_shape %dy
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d4, d1, d5)>
 // CHECK-NOT: affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d4, d1, d5)>
+// CHECK: %[[DY:.*]] = tensor.expand_shape %dy
 // CHECK: %[[DV:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d2, d4, d5, d1)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d5, d2, d4, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %[[DY]] : tensor<1x2x2x3x5xf32>, tensor<1x3x2x2x4xf32>) outs(%{{.*}} : tensor<1x5x2x4xf32>)
 // CHECK: tensor.collapse_shape %[[DV]] {{\[\[}}0 : i64], [1 : i64], [2 : i64, 3 : i64]] : tensor<1x5x2x4xf32> into tensor<1x5x8xf32>
 func.func @grad_v(%q: tensor<1x3x16xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x8xf32>, %dy: tensor<1x3x16xf32>) -> tensor<1x5x8xf32> {
@@ -115,8 +115,10 @@ func.func @grad_v(%q: tensor<1x3x16xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x
 
 // dQ = scale * dS' K: dP = dO V^T (same contraction maps as Q K^T), dS = P (dP - rowsum),
 // the softcap derivative 1 - tanh^2, then the keys contraction.
+// (Q K^T and P come first: they are shared with the forward op and the other gradients.)
 // CHECK-LABEL: func.func @grad_q
-// CHECK: %[[DP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d4, d1, d5)>, {{.*}} ins(%{{.*}}, %[[V:.*]] : tensor<1x3x2x2x4xf64>, tensor<1x5x2x4xf64>)
+// CHECK: %[[DYQ:.*]] = tensor.expand_shape %dy
+// CHECK: %[[DP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d4, d1, d5)>, {{.*}} ins(%[[DYQ]], %[[V:.*]] : tensor<1x3x2x2x4xf64>, tensor<1x5x2x4xf64>)
 // CHECK: %[[ROW:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[DP]], %[[P:.*]] : tensor<1x2x2x3x5xf64>, tensor<1x2x2x3x5xf64>)
 // CHECK: %[[DS:.*]] = linalg.generic {{.*}} ins(%[[P]], %[[DP]], %[[ROW]] :
 // CHECK: arith.subf
