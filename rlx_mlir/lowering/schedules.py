@@ -35,7 +35,7 @@ MR, NR = 4, 64
 KC, NC, MC = 256, 256, 64
 PACK_MIN_FLOPS = 1 << 18  # below this a register-tiled unpacked schedule is enough
 THREAD_MIN_FLOPS = 1 << 24  # below this a 2-thread split does not pay for its dispatch
-THREAD_MIN_ELEMENTS = 1 << 16  # iteration-space size from which other ops are split too
+THREAD_MIN_ELEMENTS = 1 << 20  # other ops split from here (each split costs ~0.4 s of LLVM)
 VEC_MAX_FULL = 64  # an innermost parallel dim up to this size is one vector
 
 
