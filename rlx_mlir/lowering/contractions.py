@@ -323,13 +323,18 @@ def rewrite(op: Any, c: Contraction) -> None:
     op.erase()
 
 
-def apply_contractions(module: Any) -> int:
-    """The ``contractions`` stage: rewrite every contraction generic; returns how many."""
+def enabled() -> bool:
+    """False under ``RLX_NO_CONTRACTIONS=1`` (debugging: keep the generics)."""
     import os
 
+    return not os.environ.get("RLX_NO_CONTRACTIONS")
+
+
+def apply_contractions(module: Any) -> int:
+    """The ``contractions`` stage: rewrite every contraction generic; returns how many."""
     from mlir import ir
 
-    if os.environ.get("RLX_NO_CONTRACTIONS"):
+    if not enabled():
         return 0
     found = []
 

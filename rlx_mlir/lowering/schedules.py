@@ -406,7 +406,7 @@ def _guarded(i: int, text: str) -> str:
             f"    ^bb0(%root{i}: !transform.any_op):\n{body}      transform.yield\n    }}\n")
 
 
-def _skipped_kinds() -> set[str]:
+def skipped_kinds() -> set[str]:
     """``RLX_SCHED_SKIP=vector,batch_matmul,...``: leave those op kinds scalar (debugging)."""
     return {k.strip() for k in os.environ.get("RLX_SCHED_SKIP", "").split(",") if k.strip()}
 
@@ -467,7 +467,7 @@ def plan(module) -> tuple[str, dict[str, int]]:
                 kind = "vector_nested"
             if info.name == "linalg.transpose":
                 kind = "vector_transpose"
-        if kind in _skipped_kinds():
+        if kind in skipped_kinds():
             hoists.clear()
             continue
         if hoists:

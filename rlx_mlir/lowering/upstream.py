@@ -69,9 +69,10 @@ def _fast_pipeline() -> list[Stage]:
 
     return [
         Stage("fuse", "cse,canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,cse"),
-        Stage("contractions", f"python:{C.CONTRACTION_VERSION}", C.apply_contractions),
-        Stage("schedule", f"transform:{S.SCHEDULE_VERSION}:threads={S.num_threads()}",
-              S.apply_schedules),
+        Stage("contractions", f"python:{C.CONTRACTION_VERSION}:{C.enabled()}",
+              C.apply_contractions),
+        Stage("schedule", f"transform:{S.SCHEDULE_VERSION}:threads={S.num_threads()}"
+              f":skip={','.join(sorted(S.skipped_kinds()))}", S.apply_schedules),
         Stage("bufferize", f"transform:{S.SCHEDULE_VERSION}:one-shot-bufferize",
               S.apply_bufferize),
         Stage("out-params",

@@ -132,6 +132,36 @@ def test_batch_matmul_fast_vs_naive(shape):
     np.testing.assert_allclose(fast, naive, rtol=1e-4, atol=1e-4)
 
 
+def test_folded_rows_matmul_stays_a_named_matmul():
+    """Fusion folds the row reshapes of [B, S, K] @ [K, N] into a 4-d generic; the
+    contractions stage makes it one linalg.matmul again, so the packed schedule applies."""
+    b = rlx.Builder("rows")
+    b.ret(b.input("x", (4, 32, 64)) @ b.input("w", (64, 128)))
+    texts = stage_texts(b.module)
+    assert "linalg.matmul" not in texts["fuse"] and "linalg.generic" in texts["fuse"]
+    assert texts["contractions"].count("linalg.matmul") == 1
+    assert "linalg.generic" not in texts["contractions"]
+    assert schedules.LAST_COUNTS.get("matmul_packed") == 1
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((4, 32, 64)).astype(np.float32), rng.standard_normal((64, 128))
+    (fast,) = run(b.module, "fast", x, w.astype(np.float32))
+    np.testing.assert_allclose(fast, x @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_attention_contractions_become_batch_matmuls():
+    """Both head-grouped contractions (the second with the softmax normalisation fused
+    into it) are rewritten as batch_matmuls; the result matches the interpreter."""
+    b = rlx.Builder("att")
+    q, k, v = (b.input(n, (2, 16, 32)) for n in "qkv")
+    b.ret(b.attention(q, k, v, num_heads=2, head_dim=16, mask_kind="causal"))
+    texts = stage_texts(b.module)
+    assert texts["contractions"].count("linalg.batch_matmul") == 2
+    args = [np.random.default_rng(6).standard_normal((2, 16, 32)).astype(np.float32)
+            for _ in range(3)]
+    (fast,) = run(b.module, "fast", *args)
+    np.testing.assert_allclose(fast, rlx.interpret(b.module, *args)[0], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("perm", [(1, 0, 2, 3), (0, 2, 3, 1), (3, 2, 1, 0), (0, 3, 1, 2)])
 def test_transposes_in_16x16_blocks_are_exact(perm):
     """Transposes moving the contiguous dim run as 16x16 register blocks (shuffles)."""
