@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -107,19 +108,32 @@ def run_cell(spec: dict[str, Any], scratch: pathlib.Path, timeout: float) -> dic
     command = [sys.executable, str(BENCH_DIR / "worker.py"), json.dumps(spec)]
     load = [round(x, 2) for x in os.getloadavg()]
     started = time.perf_counter()
+    # its own session, killed as a group at the end: helpers a peer leaves behind
+    # (torch.compile's inductor compile workers) never compete with the next cell
+    proc = subprocess.Popen(command, env=cell_env(spec, scratch), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            start_new_session=True)
     try:
-        proc = subprocess.run(command, env=cell_env(spec, scratch), capture_output=True,
-                              text=True, timeout=timeout, cwd=ROOT)
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         return _failed(spec, f"timeout after {timeout:.0f} s", "", started)
-    for line in proc.stdout.splitlines():
+    finally:
+        _kill_group(proc.pid)
+    for line in stdout.splitlines():
         if line.startswith(RESULT_MARKER):
             result = json.loads(line[len(RESULT_MARKER):])
             result.update(status="ok", wall_s=round(time.perf_counter() - started, 2),
                           load_average_before=load)
             return result
     reason = f"exit code {proc.returncode}, no result line"
-    return _failed(spec, reason, proc.stderr, started)
+    return _failed(spec, reason, stderr, started)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _failed(spec: dict, reason: str, stderr: str, started: float) -> dict[str, Any]:
