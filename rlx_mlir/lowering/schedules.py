@@ -616,3 +616,21 @@ def threads_passes(threads: int | None = None) -> str:
             f"async-parallel-for{{async-dispatch=false num-workers={threads} min-task-size=1}},"
             "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
             "arith-expand,convert-async-to-llvm")
+
+
+def keep_parallel_bodies_outlined(module) -> int:
+    """Mark the loop bodies ``async-parallel-for`` outlined (``parallel_compute_fn*``)
+    ``noinline``: at O3 LLVM otherwise inlines each body into both its caller and its
+    coroutine, and compiles every kernel two or three times (the transformer-block
+    gradient: 6.8 -> 3.6 s of LLVM code generation, same speed). Returns how many."""
+    from mlir import ir
+
+    count = 0
+    for op in module.body.operations:
+        name = op.attributes["sym_name"] if "sym_name" in op.attributes else None
+        if op.name == "llvm.func" and name is not None and \
+                ir.StringAttr(name).value.startswith("parallel_compute_fn"):
+            op.attributes["passthrough"] = ir.ArrayAttr.get([ir.StringAttr.get("noinline")])
+            count += 1
+    return count
+

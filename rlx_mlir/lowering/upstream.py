@@ -85,6 +85,7 @@ def _fast_pipeline() -> list[Stage]:
         Stage("loops", "canonicalize,cse,convert-vector-to-scf{full-unroll=true}," + _LOOPS),
         Stage("math", _MATH),
         Stage("llvm", "convert-vector-to-llvm," + _LLVM),
+        Stage("outlined", "python:noinline-parallel-bodies", S.keep_parallel_bodies_outlined),
     ]
 
 
