@@ -411,70 +411,99 @@ def skipped_kinds() -> set[str]:
     return {k.strip() for k in os.environ.get("RLX_SCHED_SKIP", "").split(",") if k.strip()}
 
 
-def plan(module) -> tuple[str, dict[str, int]]:
-    """Tag ops of the upstream ``module`` and return (transform script, counts by kind)."""
+@dataclass(frozen=True)
+class Fragment:
+    """One op's transform script, its kind (for counts and ``RLX_SCHED_SKIP``) and, for
+    contractions, the loop out of which the accumulator tile is hoisted."""
+
+    text: str
+    kind: str
+    hoist: str | None = None
+
+
+def _op_threads(op, threads: int) -> int:
+    """No thread split inside loops (a scan body): one dispatch per iteration."""
+    return threads if op.parent.name == "func.func" else 1
+
+
+def _schedule_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
+    m, n, k = info.ranges
+    if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16:
+        packed = _packed_matmul_fragment(i, info, threads)
+        if packed is not None:
+            return Fragment(packed, "matmul_packed", f"%kl{i}")
+    return Fragment(_small_matmul_fragment(i, info), "matmul_small", f"%t{i}_l")
+
+
+def _schedule_batch_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
+    return Fragment(_batch_matmul_fragment(i, info, threads), "batch_matmul", f"%t{i}_l")
+
+
+def _schedule_transpose(i: int, op, info: OpInfo, threads: int) -> Fragment | None:
     from mlir import ir
 
-    threads = num_threads()
-    fragments: list[str] = []
-    hoists: list[str] = []
-    counts: dict[str, int] = {}
-    candidates = []
+    perm = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["permutation"])]
+    text = _transpose_fragment(i, info, perm, _op_threads(op, threads))
+    return Fragment(text, "vector_transpose") if text else None
+
+
+def _schedule_generic(i: int, op, info: OpInfo, threads: int) -> Fragment | None:
+    text = _generic_fragment(i, info, _op_threads(op, threads))
+    if text is None:
+        return None
+    if op.parent.name != "func.func":
+        return Fragment(text, "vector_nested")
+    return Fragment(text, "vector_reduction" if "reduction" in info.iterators else "vector")
+
+
+SCHEDULES = {
+    "linalg.matmul": _schedule_matmul,
+    "linalg.batch_matmul": _schedule_batch_matmul,
+    "linalg.transpose": _schedule_transpose,
+}
+"""Op name -> its schedule rule; every other static linalg op: :func:`_schedule_generic`."""
+
+
+def _candidates(module) -> list:
+    """Static linalg ops on tensors with a vectorizable body, in walk order."""
+    from mlir import ir
+
+    found = []
 
     def visit(op):
         o = op.operation if hasattr(op, "operation") else op
         if o.name.startswith("linalg.") and o.name not in ("linalg.yield", "linalg.index"):
-            candidates.append(o)
+            found.append(o)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    for op in candidates:
-        if any(not isinstance(r.type, ir.RankedTensorType) for r in op.results) or not op.results:
-            continue
+    return [o for o in found if o.results
+            and all(isinstance(r.type, ir.RankedTensorType) for r in o.results)]
+
+
+def plan(module) -> tuple[str, dict[str, int]]:
+    """Tag ops of the upstream ``module`` and return (transform script, counts by kind)."""
+    from mlir import ir
+
+    threads, skipped = num_threads(), skipped_kinds()
+    fragments: list[str] = []
+    counts: dict[str, int] = {}
+    for op in _candidates(module):
         info = _loop_info(op)
         if info is None or not _body_is_vectorizable(op):
             continue
         if len(op.results) > 1 and "reduction" in info.iterators:
             continue  # multi-result reductions: the vectorizer rejects them
         i = len(fragments)
-        kind = None
-        if info.name == "linalg.matmul":
-            m, n, k = info.ranges
-            packed = (_packed_matmul_fragment(i, info, threads)
-                      if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16 else None)
-            if packed is not None:
-                text, kind = packed, "matmul_packed"
-                hoists.append(f"%kl{i}")
-            else:
-                text, kind = _small_matmul_fragment(i, info), "matmul_small"
-                hoists.append(f"%t{i}_l")
-        elif info.name == "linalg.batch_matmul":
-            text, kind = _batch_matmul_fragment(i, info, threads), "batch_matmul"
-            hoists.append(f"%t{i}_l")
-        else:
-            nested = op.parent.name != "func.func"
-            if info.name == "linalg.transpose":
-                perm = [int(d) for d in ir.DenseI64ArrayAttr(op.attributes["permutation"])]
-                frag = _transpose_fragment(i, info, perm, 1 if nested else threads)
-            else:
-                frag = _generic_fragment(i, info, 1 if nested else threads)
-            if frag is None:
-                continue
-            text, kind = frag, "vector"
-            if "reduction" in info.iterators:
-                kind = "vector_reduction"
-            if op.parent.name != "func.func":
-                kind = "vector_nested"
-            if info.name == "linalg.transpose":
-                kind = "vector_transpose"
-        if kind in skipped_kinds():
-            hoists.clear()
+        frag = SCHEDULES.get(info.name, _schedule_generic)(i, op, info, threads)
+        if frag is None or frag.kind in skipped:
             continue
-        if hoists:
-            text += _FINISH_CONTRACTION.format(i=i, loop=hoists.pop())
+        text = frag.text
+        if frag.hoist:
+            text += _FINISH_CONTRACTION.format(i=i, loop=frag.hoist)
         op.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
         fragments.append(_guarded(i, text))
-        counts[kind] = counts.get(kind, 0) + 1
+        counts[frag.kind] = counts.get(frag.kind, 0) + 1
     script = ("module attributes {transform.with_named_sequence} {\n"
               "  transform.named_sequence @__transform_main(%root: !transform.any_op "
               "{transform.readonly}) {\n" + "".join(fragments) + "    transform.yield\n  }\n}\n")
