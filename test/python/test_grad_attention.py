@@ -21,7 +21,9 @@ TOL = {np.float32: {"rtol": 1e-4, "atol": 1e-5}, np.float64: {"rtol": 1e-10, "at
 
 @dataclass(frozen=True)
 class Case:
-    """One attention configuration: sizes, attributes and how to make the mask operand."""
+    """One attention configuration: sizes, attributes and the mask operand's kind (a key
+    of MASKS, made by make_mask here and in test_jit_attention; test_transforms_attention
+    makes its own mask values)."""
 
     id: str
     batch: int
@@ -31,27 +33,42 @@ class Case:
     kv_heads: int
     head_dim: int = 2
     attrs: dict[str, Any] = field(default_factory=dict)
-    mask: str | None = None  # a key of MASKS
+    mask: str | None = None
 
     @property
     def all_attrs(self) -> dict[str, Any]:
         return {"num_heads": self.heads, "num_kv_heads": self.kv_heads,
                 "head_dim": self.head_dim, **self.attrs}
 
-    def operand_shapes(self) -> dict[str, tuple[int, ...]]:
-        return {"q": (self.batch, self.q_len, self.heads * self.head_dim),
-                "k": (self.batch, self.kv_len, self.kv_heads * self.head_dim),
-                "v": (self.batch, self.kv_len, self.kv_heads * self.head_dim)}
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        kv = (self.batch, self.kv_len, self.kv_heads * self.head_dim)
+        return {"q": (self.batch, self.q_len, self.heads * self.head_dim), "k": kv, "v": kv}
+
+    def mask_type(self, dtype: str = "f64") -> tuple[tuple[int, ...], str]:
+        """(shape, dtype) of the mask operand: a key mask is i1 or ``dtype``."""
+        if self.mask == "bias":
+            return (self.batch, self.heads, self.q_len, self.kv_len), dtype
+        return (self.batch, self.kv_len), "i1" if self.mask in ("padding", "all_pad") else dtype
+
+    @property
+    def wrts(self) -> list[str]:
+        return ["q", "k", "v"] + (["bias"] if self.mask == "bias" else [])
 
 
-def _bias(case: Case, rng: np.random.Generator, dtype: type) -> np.ndarray:
-    return rng.standard_normal((case.batch, case.heads, case.q_len, case.kv_len)).astype(dtype)
+def _bias(case: Case, rng: np.random.Generator, dtype: type, neg_inf: bool = False,
+          ) -> np.ndarray:
+    """Random bias; ``neg_inf``: a few ``-inf`` entries and one all ``-inf`` (fully masked)
+    row."""
+    bias = rng.standard_normal((case.batch, case.heads, case.q_len, case.kv_len))
+    if neg_inf:
+        bias[rng.random(bias.shape) < 0.2] = -np.inf
+        bias[0, -1, 0] = -np.inf
+    return bias.astype(dtype)
 
 
 def _padding(case: Case, rng: np.random.Generator, dtype: type) -> np.ndarray:
     keep = rng.random((case.batch, case.kv_len)) < 0.6
-    keep[:, 0] = True
-    keep[:, -1] = False
+    keep[:, 0], keep[:, -1] = True, False
     return keep
 
 
@@ -62,7 +79,7 @@ def _all_pad_last_batch(case: Case, rng: np.random.Generator, dtype: type) -> np
 
 
 def _float_padding(case: Case, rng: np.random.Generator, dtype: type) -> np.ndarray:
-    """Float key mask: >= 0.5 keeps (values near the threshold on both sides)."""
+    """Float key mask: >= 0.5 keeps (values at and near the threshold on both sides)."""
     values = np.array([0.9, 0.2, 0.5, 0.49, 1.0, 0.0, 0.7])
     return np.resize(values, (case.batch, case.kv_len)).astype(dtype)
 
@@ -97,7 +114,11 @@ CASES = [
 ]
 
 
-def make_mask(case: Case, rng: np.random.Generator, dtype: type) -> np.ndarray | None:
+def make_mask(case: Case, rng: np.random.Generator, dtype: type, *,
+              neg_inf_bias: bool = False) -> np.ndarray | None:
+    """The mask operand of ``case`` (None without one); see _bias for ``neg_inf_bias``."""
+    if case.mask == "bias":
+        return _bias(case, rng, dtype, neg_inf=neg_inf_bias)
     return None if case.mask is None else MASKS[case.mask](case, rng, dtype)
 
 
@@ -111,7 +132,7 @@ def _dtype(a: np.ndarray) -> str:
 def forward_module(case: Case, mask: np.ndarray | None) -> Any:
     """``@f(q, k, v[, mask]) = attention(...)``; q, k, v (and a bias) are parameters."""
     b = rlx.Builder("f")
-    operands = [b.param(n, s) for n, s in case.operand_shapes().items()]
+    operands = [b.param(n, s) for n, s in case.shapes().items()]
     if mask is not None:
         declare = b.param if case.mask == "bias" else b.input
         operands.append(declare("mask", mask.shape, _dtype(mask)))
@@ -134,7 +155,7 @@ def grads_of(case: Case, mask: np.ndarray | None, rng: np.random.Generator,
     """Run ``@f_grad`` on random f64 inputs: ``({name: gradient}, dy)``."""
     module = forward_module(case, mask)
     rlx.grad_with_loss(module, "f")
-    arrays = {n: rng.standard_normal(s) for n, s in case.operand_shapes().items()}
+    arrays = {n: rng.standard_normal(s) for n, s in case.shapes().items()}
     dy = rng.standard_normal(arrays["q"].shape)
     f64 = promote_to_f64(module)
     extra = [] if mask is None else [mask]
@@ -180,7 +201,7 @@ def test_window0_attends_one_key(rng: np.random.Generator) -> None:
 def test_custom_mask_gets_no_gradient() -> None:
     case = Case("c", 1, 2, 3, 2, 2, attrs=CUSTOM)
     b = rlx.Builder("f")
-    q, k, v = (b.param(n, s) for n, s in case.operand_shapes().items())
+    q, k, v = (b.param(n, s) for n, s in case.shapes().items())
     mask = b.param("mask", (1, 3))
     b.ret(b.attention(q, k, v, mask, **case.all_attrs))
     with pytest.raises(RlxError, match="no gradient reaches 'mask'"):
@@ -267,7 +288,7 @@ def run_backward_op(case: Case, wrt: str, arrays: dict[str, np.ndarray],
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_backward_op_matches_torch(case: Case, dtype: type) -> None:
     rng = np.random.default_rng(2)
-    arrays = {n: rng.standard_normal(s).astype(dtype) for n, s in case.operand_shapes().items()}
+    arrays = {n: rng.standard_normal(s).astype(dtype) for n, s in case.shapes().items()}
     mask = make_mask(case, rng, dtype)
     dy = rng.standard_normal(arrays["q"].shape).astype(dtype)
     expected = torch_grads(case, arrays, mask, dy)

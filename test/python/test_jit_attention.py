@@ -4,89 +4,19 @@ softcap, fully masked rows; and the whole gradient module of an attention loss."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_grad_attention import BIAS, CAUSAL, CUSTOM, Case, make_mask
 
 import rlx_mlir as rlx
 from rlx_mlir.runtime.jit import compile as jit_compile
 
 NP = {"f32": np.float32, "f64": np.float64}
 RTOL = {"f32": 1e-5, "f64": 1e-12}
-
-
-
-
-@dataclass(frozen=True)
-class Case:
-    """Sizes, attributes and the mask operand (a key of MASKS) of one attention op."""
-
-    id: str
-    batch: int
-    q_len: int
-    kv_len: int
-    heads: int
-    kv_heads: int
-    head_dim: int = 2
-    attrs: dict[str, Any] = field(default_factory=dict)
-    mask: str | None = None
-
-    @property
-    def all_attrs(self) -> dict[str, Any]:
-        return {"num_heads": self.heads, "num_kv_heads": self.kv_heads,
-                "head_dim": self.head_dim, **self.attrs}
-
-    def shapes(self) -> dict[str, tuple[int, ...]]:
-        kv = (self.batch, self.kv_len, self.kv_heads * self.head_dim)
-        return {"q": (self.batch, self.q_len, self.heads * self.head_dim), "k": kv, "v": kv}
-
-    def mask_type(self, dtype: str) -> tuple[tuple[int, ...], str]:
-        """(shape, dtype) of the mask operand."""
-        if self.mask == "bias":
-            return (self.batch, self.heads, self.q_len, self.kv_len), dtype
-        return (self.batch, self.kv_len), "i1" if self.mask in ("padding", "all_pad") else dtype
-
-    @property
-    def wrts(self) -> list[str]:
-        return ["q", "k", "v"] + (["bias"] if self.attrs.get("mask_kind") == "bias" else [])
-
-
-def _bias(case: Case, rng: np.random.Generator, dtype: str) -> np.ndarray:
-    """Random bias with a few ``-inf`` entries and one all ``-inf`` (fully masked) row."""
-    bias = rng.standard_normal((case.batch, case.heads, case.q_len, case.kv_len))
-    bias[rng.random(bias.shape) < 0.2] = -np.inf
-    bias[0, -1, 0] = -np.inf
-    return bias.astype(NP[dtype])
-
-
-def _padding(case: Case, rng: np.random.Generator, dtype: str) -> np.ndarray:
-    keep = rng.random((case.batch, case.kv_len)) < 0.6
-    keep[:, 0], keep[:, -1] = True, False
-    return keep
-
-
-def _all_pad_last_batch(case: Case, rng: np.random.Generator, dtype: str) -> np.ndarray:
-    keep = _padding(case, rng, dtype)
-    keep[-1] = False
-    return keep
-
-
-def _float_padding(case: Case, rng: np.random.Generator, dtype: str) -> np.ndarray:
-    """Float key mask: >= 0.5 keeps (values at and near the threshold)."""
-    values = np.array([0.9, 0.2, 0.5, 0.49, 1.0, 0.0, 0.7])
-    return np.resize(values, (case.batch, case.kv_len)).astype(NP[dtype])
-
-
-MASKS = {"bias": _bias, "padding": _padding, "all_pad": _all_pad_last_batch,
-         "float_padding": _float_padding}
-
-CAUSAL = {"mask_kind": "causal"}
-CUSTOM = {"mask_kind": "custom"}
-BIAS = {"mask_kind": "bias"}
 
 
 def window(w: int) -> dict[str, Any]:
@@ -133,7 +63,7 @@ def build_module(case: Case, dtype: str, wrts: list[str]) -> rlx.Builder:
 def operands(case: Case, dtype: str, rng: np.random.Generator) -> list[np.ndarray]:
     arrays = [rng.standard_normal(s).astype(NP[dtype]) for s in case.shapes().values()]
     if case.mask is not None:
-        arrays.append(MASKS[case.mask](case, rng, dtype))
+        arrays.append(make_mask(case, rng, NP[dtype], neg_inf_bias=True))
     return arrays
 
 

@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_grad_conv import CONV_CASES as GRAD_CONV_CASES
+from test_grad_conv import POOL_CASES as GRAD_POOL_CASES
 from test_grad_conv import build_cnn, torch_cnn_grads
 
 import rlx_mlir as rlx
@@ -14,33 +16,16 @@ from rlx_mlir.runtime.jit import compile as jit_compile
 NP = {"f32": np.float32, "f64": np.float64}
 RTOL = {"f32": 1e-5, "f64": 1e-12}
 
-# x shape, w shape, stride, padding, dilation, groups
+# test_grad_conv's cases (x shape, w shape, stride, padding, dilation, groups) and one more
 CONV_CASES = {
-    "plain": ((2, 3, 7, 7), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
-    "one_by_one": ((2, 5, 4, 6), (3, 5, 1, 1), (1, 1), (0, 0), (1, 1), 1),
-    "stride_padding": ((1, 3, 9, 8), (4, 3, 3, 3), (2, 2), (1, 1), (1, 1), 1),
-    "stride_leaves_rows_unread": ((1, 2, 8, 8), (3, 2, 3, 3), (2, 3), (0, 0), (1, 1), 1),
-    "non_square": ((2, 2, 9, 6), (5, 2, 3, 2), (2, 1), (1, 2), (1, 1), 1),
-    "dilation": ((1, 3, 10, 9), (2, 3, 3, 3), (1, 2), (2, 1), (2, 3), 1),
-    "groups": ((2, 4, 6, 6), (6, 2, 3, 3), (1, 1), (1, 1), (1, 1), 2),
-    "depthwise": ((2, 3, 7, 5), (3, 1, 3, 3), (2, 1), (1, 1), (1, 1), 3),
-    "everything": ((3, 6, 11, 8), (9, 2, 3, 2), (3, 2), (2, 1), (2, 2), 3),
+    **GRAD_CONV_CASES,
     # padding wider than the kernel's reach: outputs that see only padding, dy rows that
     # land outside dx (the gather drops them)
     "padding_beyond_reach": ((1, 2, 3, 2), (2, 2, 1, 2), (2, 1), (3, 2), (1, 1), 1),
 }
 
-# x shape, kernel, stride, padding
-POOL_CASES = {
-    "default_stride": ((2, 3, 8, 6), (2, 2), (2, 2), (0, 0)),
-    "overlapping_padded": ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1)),
-    "unit_stride": ((1, 2, 5, 6), (3, 3), (1, 1), (1, 0)),
-    "non_square": ((2, 2, 9, 7), (3, 2), (2, 1), (1, 1)),
-    "uneven": ((2, 1, 10, 5), (4, 2), (3, 2), (2, 1)),
-    "one_by_one": ((1, 2, 3, 4), (1, 1), (1, 1), (0, 0)),
-}
-
-
+# test_grad_conv's cases (x shape, kernel, stride, padding) and one more
+POOL_CASES = {**GRAD_POOL_CASES, "one_by_one": ((1, 2, 3, 4), (1, 1), (1, 1), (0, 0))}
 
 
 def assert_jit_matches_interpreter(module, arrays, dtype, entry=None):

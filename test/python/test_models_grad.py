@@ -23,9 +23,14 @@ def random_args(module, entry, rng, int_high=4):
     return args, [a.name for a in sig.args if a.is_param]
 
 
-def rlx_grads(module, entry, args):
+def rlx_grads(module, entry, args, native=False):
+    """(loss, {param: gradient}) from ``@<entry>_grad``, interpreted or compiled."""
     g = rlx.grad_with_loss(module, entry)
-    outs = rlx.interpret(module, entry=g.sym_name.data, **args, d_output=np.float32(1))
+    grad_entry = g.sym_name.data
+    if native:
+        outs = rlx.compile(module, entry=grad_entry)(**args, d_output=np.float32(1))
+    else:
+        outs = rlx.interpret(module, entry=grad_entry, **args, d_output=np.float32(1))
     names = [a.data for a in g.attributes["rlx.wrt"].data]
     return outs[0], dict(zip(names, outs[1:], strict=True))
 
@@ -43,17 +48,22 @@ def torch_params(args, names):
     return {n: torch.tensor(args[n], requires_grad=True) for n in names}
 
 
-def test_mlp_with_cross_entropy_matches_torch():
-    rng = np.random.default_rng(0)
-    m = mlp_loss(batch=16, sizes=(12, 20, 20, 5))
-    args, names = random_args(m, "mlp_loss", rng, int_high=5)
-    loss, grads = rlx_grads(m, "mlp_loss", args)
+def assert_mlp_grads_match(loss, grads, args, names):
+    """``mlp_loss`` (3 layers, relu, cross entropy) in torch against ``loss``, ``grads``."""
     p = torch_params(args, names)
     h = torch.tensor(args["x"])
     for i in range(3):
         h = h @ p[f"w{i}"] + p[f"b{i}"]
         h = torch.relu(h) if i < 2 else h
     assert_grads_match(loss, grads, F.cross_entropy(h, torch.tensor(args["labels"]).long()), p)
+
+
+def test_mlp_with_cross_entropy_matches_torch():
+    rng = np.random.default_rng(0)
+    m = mlp_loss(batch=16, sizes=(12, 20, 20, 5))
+    args, names = random_args(m, "mlp_loss", rng, int_high=5)
+    loss, grads = rlx_grads(m, "mlp_loss", args)
+    assert_mlp_grads_match(loss, grads, args, names)
 
 
 def torch_block(x, p, heads, causal=True):
@@ -70,14 +80,20 @@ def torch_block(x, p, heads, causal=True):
     return x + h @ p["w2"] + p["b2"]
 
 
+def assert_block_grads_match(loss, grads, args, names):
+    """``transformer_block_loss`` (2 heads, mean of squares) in torch against ``loss``,
+    ``grads``."""
+    p = torch_params(args, names)
+    y = torch_block(torch.tensor(args["x"]), p, heads=2)
+    assert_grads_match(loss, grads, (y * y).mean(), p)
+
+
 def test_transformer_block_matches_torch():
     rng = np.random.default_rng(1)
     m = transformer_block_loss(batch=2, seq=6, d_model=16, heads=2)
     args, names = random_args(m, "block_loss", rng)
     loss, grads = rlx_grads(m, "block_loss", args)
-    p = torch_params(args, names)
-    y = torch_block(torch.tensor(args["x"]), p, heads=2)
-    assert_grads_match(loss, grads, (y * y).mean(), p)
+    assert_block_grads_match(loss, grads, args, names)
 
 
 def torch_rope(x, cos, sin, heads):

@@ -3,41 +3,33 @@ block's per-example gradients (vmap of grad) and Hessian-vector products (jvp of
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from test_models_grad import assert_grads_match, random_args, torch_block, torch_params
+from test_models_grad import (
+    assert_block_grads_match,
+    assert_mlp_grads_match,
+    random_args,
+    rlx_grads,
+    torch_block,
+    torch_params,
+)
 
 import rlx_mlir as rlx
 from rlx_mlir.models import mlp_loss, transformer_block_loss
-
-
-def native_grads(module, entry, args):
-    g = rlx.grad_with_loss(module, entry)
-    outs = rlx.compile(module, entry=g.sym_name.data)(**args, d_output=np.float32(1))
-    names = [a.data for a in g.attributes["rlx.wrt"].data]
-    return outs[0], dict(zip(names, outs[1:], strict=True))
 
 
 def test_mlp_gradient_natively_matches_torch():
     rng = np.random.default_rng(0)
     m = mlp_loss(batch=32, sizes=(20, 24, 24, 5))
     args, names = random_args(m, "mlp_loss", rng, int_high=5)
-    loss, grads = native_grads(m, "mlp_loss", args)
-    p = torch_params(args, names)
-    h = torch.tensor(args["x"])
-    for i in range(3):
-        h = h @ p[f"w{i}"] + p[f"b{i}"]
-        h = torch.relu(h) if i < 2 else h
-    assert_grads_match(loss, grads, F.cross_entropy(h, torch.tensor(args["labels"]).long()), p)
+    loss, grads = rlx_grads(m, "mlp_loss", args, native=True)
+    assert_mlp_grads_match(loss, grads, args, names)
 
 
 def test_transformer_block_gradient_natively_matches_torch():
     rng = np.random.default_rng(1)
     m = transformer_block_loss(batch=2, seq=8, d_model=16, heads=2)
     args, names = random_args(m, "block_loss", rng)
-    loss, grads = native_grads(m, "block_loss", args)
-    p = torch_params(args, names)
-    y = torch_block(torch.tensor(args["x"]), p, heads=2)
-    assert_grads_match(loss, grads, (y * y).mean(), p)
+    loss, grads = rlx_grads(m, "block_loss", args, native=True)
+    assert_block_grads_match(loss, grads, args, names)
 
 
 def block_module():

@@ -5,11 +5,10 @@ interpreter on @f_vmap, @f_jvp and the two jvp ops."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 import pytest
+from test_grad_attention import BIAS, CAUSAL, CUSTOM, MASKS
+from test_grad_attention import Case as AttentionCase
 
 import rlx_mlir as rlx
 from rlx_mlir.ir import parse, to_text, verify
@@ -19,39 +18,10 @@ from rlx_mlir.transforms.vmap import vmap
 BV = 3  # vmap size
 
 
-
-
-@dataclass(frozen=True)
-class Case:
-    """Sizes, attributes and the mask operand (None, "padding", "float_padding", "bias")."""
-
-    id: str
-    batch: int
-    q_len: int
-    kv_len: int
-    heads: int
-    kv_heads: int
-    head_dim: int = 2
-    attrs: dict[str, Any] = field(default_factory=dict)
-    mask: str | None = None
-
-    @property
-    def all_attrs(self) -> dict[str, Any]:
-        return {"num_heads": self.heads, "num_kv_heads": self.kv_heads,
-                "head_dim": self.head_dim, **self.attrs}
-
-    def shapes(self) -> dict[str, tuple[int, ...]]:
-        kv = (self.batch, self.kv_len, self.kv_heads * self.head_dim)
-        return {"q": (self.batch, self.q_len, self.heads * self.head_dim), "k": kv, "v": kv}
-
-    def mask_type(self) -> tuple[tuple[int, ...], str]:
-        if self.mask == "bias":
-            return (self.batch, self.heads, self.q_len, self.kv_len), "f64"
-        return (self.batch, self.kv_len), "i1" if self.mask == "padding" else "f64"
-
-    @property
-    def wrts(self) -> list[str]:
-        return ["q", "k", "v"] + (["bias"] if self.mask == "bias" else [])
+class Case(AttentionCase):
+    """test_grad_attention's Case (mask None, "padding", "float_padding" or "bias") with
+    this file's mask values: a bias with ``-inf`` entries (and no fully masked row), a
+    float key mask away from the 0.5 threshold."""
 
     def mask_value(self, rng: np.random.Generator) -> np.ndarray:
         shape, _ = self.mask_type()
@@ -59,16 +29,12 @@ class Case:
             bias = rng.standard_normal(shape)
             bias[rng.random(shape) < 0.2] = -np.inf
             return bias
-        keep = rng.random(shape) < 0.6
-        keep[:, 0], keep[:, -1] = True, False
+        keep = MASKS["padding"](self, rng, None)
         if self.mask == "padding":
             return keep
         return np.where(keep, 0.9, 0.2)  # float key mask, away from the 0.5 threshold
 
 
-CAUSAL = {"mask_kind": "causal"}
-CUSTOM = {"mask_kind": "custom"}
-BIAS = {"mask_kind": "bias"}
 WINDOW = {"mask_kind": "sliding_window", "window": 1}
 
 CASES = [
