@@ -79,6 +79,87 @@ def check_vectors(op_name: str, dtype: str, size: int, reason: str,
             raise ShapeError(f"'{op_name}' {name} must be {want} ({reason}), got {t}")
 
 
+def check_rows(op_name: str, x: TensorType, attrs: dict[str, Any],
+               eps: float) -> tuple[str, tuple[int, ...]]:
+    """``(dtype, shape)`` of a last-axis norm's float ``x``; checks ``axis`` and ``eps``."""
+    dtype = expect_float(x, f"'{op_name}' operand x")
+    shape = shape_of(x)
+    check_last_axis(op_name, attrs, len(shape))
+    check_eps(attrs, eps)
+    return dtype, shape
+
+
+def check_groups(op_name: str, x: TensorType, attrs: dict[str, Any]) -> tuple[str, int]:
+    """``(dtype, C)`` of a group norm's float ``x [N, C, ...]``; checks ``num_groups``
+    (positive, divides C) and ``eps``."""
+    dtype = expect_float(x, f"'{op_name}' operand x")
+    channels = expect_rank(x, (3, 4), f"'{op_name}' operand x ([N, C, L] or [N, C, H, W])")[1]
+    groups = require(attrs, "num_groups", int)
+    if groups <= 0 or channels % groups:
+        raise ShapeError(
+            f"'{op_name}' num_groups = {groups} must be positive and divide C = {channels}"
+        )
+    check_eps(attrs, 1e-5)
+    return dtype, channels
+
+
+def check_rope(op_name: str, x: TensorType, cos: TensorType, sin: TensorType,
+               attrs: dict[str, Any], x_name: str = "x") -> TensorType:
+    """The checks of ``rlx.rope`` (layout, head_dim, n_rot, tables); returns ``x``."""
+    dtype = expect_float(x, f"'{op_name}' operand {x_name}")
+    shape = expect_rank(x, (2, 3), f"'{op_name}' operand {x_name} ([S, hidden] or [B, S, hidden])")
+    head_dim = require(attrs, "head_dim", int)
+    if head_dim <= 0 or head_dim % 2 or shape[-1] % head_dim:
+        raise ShapeError(f"'{op_name}' head_dim = {head_dim} must be positive, even and "
+                         f"divide the hidden size {shape[-1]}")
+    n_rot = optional(attrs, "n_rot", int, head_dim)
+    if not 0 < n_rot <= head_dim or n_rot % 2:
+        raise ShapeError(f"'{op_name}' n_rot = {n_rot} must be positive, even and "
+                         f"<= head_dim = {head_dim}")
+    want = tensor((shape[-2], head_dim // 2), dtype)
+    for table_name, table in (("cos", cos), ("sin", sin)):
+        if table != want:
+            raise ShapeError(f"'{op_name}' {table_name} table must be {want} "
+                             f"([S, head_dim/2]), got {table}")
+    return x
+
+
+# ---------------------------------------------------------------- shared reference math
+
+
+def row_moments(x: np.ndarray, centered: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(xc, mean(xc^2))`` over the last axis, keep-dims.
+
+    ``xc`` is ``x - mean(x)`` when ``centered`` (layer/group norm), else ``x`` (RMS norm).
+    """
+    xc = x - x.mean(axis=-1, keepdims=True) if centered else x
+    return xc, (xc * xc).mean(axis=-1, keepdims=True)
+
+
+def standardize_rows(x: np.ndarray, eps: float, centered: bool) -> np.ndarray:
+    """``xc / sqrt(mean(xc^2) + eps)`` over the last axis (see :func:`row_moments`)."""
+    xc, square_mean = row_moments(x, centered)
+    return xc / np.sqrt(square_mean + eps)
+
+
+def channel_broadcast(v: np.ndarray, ndim: int) -> np.ndarray:
+    """A ``[C]`` vector as ``[1, C, 1, ...]``, against a rank-``ndim`` ``[N, C, ...]``."""
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def rotate_half(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, head_dim: int,
+                n_rot: int) -> np.ndarray:
+    """Rotate-half rope of ``x [..., S, H*head_dim]`` by tables ``[S, head_dim/2]``."""
+    half = n_rot // 2
+    heads = x.reshape(*x.shape[:-1], -1, head_dim)  # [..., S, H, head_dim]
+    c, s = cos[:, None, :half], sin[:, None, :half]  # [S, 1, half]
+    first, second = heads[..., :half], heads[..., half:2 * half]
+    y = heads.copy()
+    y[..., :half] = first * c - second * s
+    y[..., half:2 * half] = second * c + first * s
+    return y.reshape(x.shape)
+
+
 # ---------------------------------------------------------------- softmax / log_softmax
 
 
@@ -161,10 +242,7 @@ class LayerNormOp(RlxOp):
     @classmethod
     def infer(cls, types, attrs, out):
         x, gamma, beta = types
-        dtype = expect_float(x, f"'{cls.name}' operand x")
-        shape = shape_of(x)
-        check_last_axis(cls.name, attrs, len(shape))
-        check_eps(attrs, 1e-5)
+        dtype, shape = check_rows(cls.name, x, attrs, 1e-5)
         check_vectors(cls.name, dtype, shape[-1], "the last dim of x",
                       [("gamma", gamma), ("beta", beta)])
         return [x]
@@ -173,10 +251,7 @@ class LayerNormOp(RlxOp):
 @INTERPRET.register(LayerNormOp)
 def _interpret_layer_norm(op: LayerNormOp, x: np.ndarray, gamma: np.ndarray,
                           beta: np.ndarray) -> np.ndarray:
-    eps = op.attr("eps", 1e-5)
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+    return standardize_rows(x, op.attr("eps", 1e-5), centered=True) * gamma + beta
 
 
 @irdl_op_definition
@@ -202,10 +277,7 @@ class RmsNormOp(RlxOp):
     @classmethod
     def infer(cls, types, attrs, out):
         x, *params = types
-        dtype = expect_float(x, f"'{cls.name}' operand x")
-        shape = shape_of(x)
-        check_last_axis(cls.name, attrs, len(shape))
-        check_eps(attrs, 1e-6)
+        dtype, shape = check_rows(cls.name, x, attrs, 1e-6)
         check_vectors(cls.name, dtype, shape[-1], "the last dim of x",
                       list(zip(("gamma", "beta"), params, strict=False)))
         return [x]
@@ -214,8 +286,7 @@ class RmsNormOp(RlxOp):
 @INTERPRET.register(RmsNormOp)
 def _interpret_rms_norm(op: RmsNormOp, x: np.ndarray, gamma: np.ndarray,
                         beta: np.ndarray | None = None) -> np.ndarray:
-    eps = op.attr("eps", 1e-6)
-    y = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * gamma
+    y = standardize_rows(x, op.attr("eps", 1e-6), centered=False) * gamma
     return y if beta is None else y + beta
 
 
@@ -248,14 +319,7 @@ class GroupNormOp(RlxOp):
     @classmethod
     def infer(cls, types, attrs, out):
         x, gamma, beta = types
-        dtype = expect_float(x, f"'{cls.name}' operand x")
-        channels = expect_rank(x, (3, 4), f"'{cls.name}' operand x ([N, C, L] or [N, C, H, W])")[1]
-        groups = require(attrs, "num_groups", int)
-        if groups <= 0 or channels % groups:
-            raise ShapeError(
-                f"'{cls.name}' num_groups = {groups} must be positive and divide C = {channels}"
-            )
-        check_eps(attrs, 1e-5)
+        dtype, channels = check_groups(cls.name, x, attrs)
         check_vectors(cls.name, dtype, channels, "one per channel, dim 1 of x",
                       [("gamma", gamma), ("beta", beta)])
         return [x]
@@ -264,13 +328,9 @@ class GroupNormOp(RlxOp):
 @INTERPRET.register(GroupNormOp)
 def _interpret_group_norm(op: GroupNormOp, x: np.ndarray, gamma: np.ndarray,
                           beta: np.ndarray) -> np.ndarray:
-    eps = op.attr("eps", 1e-5)
     grouped = x.reshape(x.shape[0], op.attr("num_groups"), -1)
-    mean = grouped.mean(axis=-1, keepdims=True)
-    var = ((grouped - mean) ** 2).mean(axis=-1, keepdims=True)
-    normed = ((grouped - mean) / np.sqrt(var + eps)).reshape(x.shape)
-    per_channel = (1, -1) + (1,) * (x.ndim - 2)
-    return normed * gamma.reshape(per_channel) + beta.reshape(per_channel)
+    normed = standardize_rows(grouped, op.attr("eps", 1e-5), centered=True).reshape(x.shape)
+    return normed * channel_broadcast(gamma, x.ndim) + channel_broadcast(beta, x.ndim)
 
 
 @irdl_op_definition
@@ -404,40 +464,13 @@ class RopeOp(RlxOp):
 
     @classmethod
     def infer(cls, types, attrs, out):
-        x, cos, sin = types
-        dtype = expect_float(x, f"'{cls.name}' operand x")
-        shape = expect_rank(x, (2, 3), f"'{cls.name}' operand x ([S, hidden] or [B, S, hidden])")
-        head_dim = require(attrs, "head_dim", int)
-        if head_dim <= 0 or head_dim % 2 or shape[-1] % head_dim:
-            raise ShapeError(
-                f"'{cls.name}' head_dim = {head_dim} must be positive, even and divide "
-                f"the hidden size {shape[-1]}"
-            )
-        n_rot = optional(attrs, "n_rot", int, head_dim)
-        if not 0 < n_rot <= head_dim or n_rot % 2:
-            raise ShapeError(
-                f"'{cls.name}' n_rot = {n_rot} must be positive, even and <= head_dim = {head_dim}"
-            )
-        want = tensor((shape[-2], head_dim // 2), dtype)
-        for table_name, table in (("cos", cos), ("sin", sin)):
-            if table != want:
-                raise ShapeError(
-                    f"'{cls.name}' {table_name} table must be {want} ([S, head_dim/2]), got {table}"
-                )
-        return [x]
+        return [check_rope(cls.name, *types, attrs)]
 
 
 @INTERPRET.register(RopeOp)
 def _interpret_rope(op: RopeOp, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     head_dim = op.attr("head_dim")
-    half = op.attr("n_rot", head_dim) // 2
-    heads = x.reshape(*x.shape[:-1], -1, head_dim)  # [..., S, H, head_dim]
-    c, s = cos[:, None, :half], sin[:, None, :half]  # [S, 1, half]
-    first, second = heads[..., :half], heads[..., half:2 * half]
-    y = heads.copy()
-    y[..., :half] = first * c - second * s
-    y[..., half:2 * half] = second * c + first * s
-    return y.reshape(x.shape)
+    return rotate_half(x, cos, sin, head_dim, op.attr("n_rot", head_dim))
 
 
 OPS = [
@@ -901,6 +934,21 @@ def per_channel(e: Any, vector: SSAValue, groups: int, spatial_rank: int) -> SSA
     return e.reshape(vector, [groups, channels // groups, *[1] * spatial_rank])
 
 
+def last_axis(x: SSAValue) -> list[int]:
+    """``[rank - 1]``: the axis a row norm normalises."""
+    return [len(shape_of(x.type)) - 1]
+
+
+def group_axes(x: SSAValue) -> list[int]:
+    """Normalised axes of the grouped view ``[N, G, C/G, ...]`` of ``x [N, C, ...]``."""
+    return list(range(2, len(shape_of(x.type)) + 1))
+
+
+def over_std(s: Any, num: Any, var: Any, eps: float) -> Any:
+    """``num / sqrt(var + eps)`` in a body (batch norm's frozen statistics)."""
+    return s.div(num, s.sqrt(s.add(var, eps)))
+
+
 @LOWER.register(SoftmaxOp)
 def _lower_softmax(op: SoftmaxLikeOp, e: Any, x: SSAValue) -> SSAValue:
     """Row max, ``sum(exp(x - max))``, then ``exp(x - max) / sum`` (exp recomputed)."""
@@ -924,14 +972,12 @@ def _lower_log_softmax(op: SoftmaxLikeOp, e: Any, x: SSAValue) -> SSAValue:
 @LOWER.register(LayerNormOp)
 def _lower_layer_norm(op: LayerNormOp, e: Any, x: SSAValue, gamma: SSAValue,
                       beta: SSAValue) -> SSAValue:
-    last = [len(shape_of(x.type)) - 1]
-    return normalize(e, x, last, op.attr("eps", 1e-5), True, [gamma, beta])
+    return normalize(e, x, last_axis(x), op.attr("eps", 1e-5), True, [gamma, beta])
 
 
 @LOWER.register(RmsNormOp)
 def _lower_rms_norm(op: RmsNormOp, e: Any, x: SSAValue, *params: SSAValue) -> SSAValue:
-    last = [len(shape_of(x.type)) - 1]
-    return normalize(e, x, last, op.attr("eps", 1e-6), False, params)
+    return normalize(e, x, last_axis(x), op.attr("eps", 1e-6), False, params)
 
 
 @LOWER.register(GroupNormOp)
@@ -941,7 +987,7 @@ def _lower_group_norm(op: GroupNormOp, e: Any, x: SSAValue, gamma: SSAValue,
     groups, rank = op.attr("num_groups"), len(shape_of(x.type))
     grouped = split_channels(e, x, groups)
     params = [per_channel(e, p, groups, rank - 2) for p in (gamma, beta)]
-    y = normalize(e, grouped, list(range(2, rank + 1)), op.attr("eps", 1e-5), True, params)
+    y = normalize(e, grouped, group_axes(x), op.attr("eps", 1e-5), True, params)
     return e.reshape(y, shape_of(x.type))
 
 
@@ -951,7 +997,7 @@ def _lower_batch_norm(op: BatchNormInferenceOp, e: Any, x: SSAValue, *stats: SSA
     eps = op.attr("eps", 1e-5)
 
     def body(s: Any, v: Any, gamma: Any, beta: Any, mean: Any, var: Any) -> Any:
-        return s.add(s.mul(s.div(s.sub(v, mean), s.sqrt(s.add(var, eps))), gamma), beta)
+        return s.add(s.mul(over_std(s, s.sub(v, mean), var, eps), gamma), beta)
 
     return e.elementwise([x, *stats], element_of(x), body)
 

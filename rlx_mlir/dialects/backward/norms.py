@@ -13,6 +13,7 @@ shape the forward ops accept for gamma and beta, so they are inferred.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -26,17 +27,20 @@ from rlx_mlir.dialects.base import (
     dtype_of,
     expect_float,
     expect_rank,
-    optional,
-    require,
     shape_of,
     tensor,
 )
 from rlx_mlir.dialects.nn import (
     LAST_AXIS_DOC,
+    channel_broadcast,
     check_eps,
-    check_last_axis,
+    check_groups,
+    check_rope,
+    check_rows,
     check_vectors,
     eps_doc,
+    rotate_half,
+    row_moments,
 )
 from rlx_mlir.rules import INTERPRET, VJP
 
@@ -53,24 +57,13 @@ def expect_like(op_name: str, name: str, want: TensorType, got: TensorType, of: 
         raise ShapeError(f"'{op_name}' {name} must have the type of {of} ({want}), got {got}")
 
 
-def check_groups(op_name: str, x: TensorType, attrs: dict[str, Any]) -> int:
-    """C of ``x [N, C, ...]`` after checking ``num_groups`` divides it (as group_norm)."""
-    channels = expect_rank(x, (3, 4), f"'{op_name}' operand x ([N, C, L] or [N, C, H, W])")[1]
-    groups = require(attrs, "num_groups", int)
-    if groups <= 0 or channels % groups:
-        raise ShapeError(
-            f"'{op_name}' num_groups = {groups} must be positive and divide C = {channels}"
-        )
-    return channels
-
-
 def normalize_rows(x: np.ndarray, eps: float, centered: bool) -> tuple[np.ndarray, np.ndarray]:
     """``(x_hat, inv)`` over the last axis: ``inv = 1/sqrt(mean(xc^2) + eps)``.
 
     ``xc`` is ``x - mean(x)`` when ``centered`` (layer/group norm), else ``x`` (RMS norm).
     """
-    xc = x - x.mean(axis=-1, keepdims=True) if centered else x
-    inv = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+    xc, square_mean = row_moments(x, centered)
+    inv = 1.0 / np.sqrt(square_mean + eps)
     return xc * inv, inv
 
 
@@ -94,49 +87,63 @@ def sum_but_channel(a: np.ndarray) -> np.ndarray:
     return a.swapaxes(0, 1).reshape(a.shape[1], -1).sum(axis=1)
 
 
-# ---------------------------------------------------------------- layer_norm / rms_norm
+# ---------------------------------------------------------------- layer/rms norm (+ group bases)
+
+CheckX = Callable[[str, TensorType, dict[str, Any], float], tuple[str, int, str]]
 
 
-class RowNormBackwardInput(RlxOp):
-    """``dx`` of a last-axis norm from ``x, gamma, dy`` (beta does not enter it)."""
+def check_row_x(op_name: str, x: TensorType, attrs: dict[str, Any],
+                eps: float) -> tuple[str, int, str]:
+    """``(dtype, D, where D comes from)`` of a last-axis norm's ``x`` (see check_rows)."""
+    dtype, shape = check_rows(op_name, x, attrs, eps)
+    return dtype, shape[-1], "the last dim of x"
+
+
+def check_group_x(op_name: str, x: TensorType, attrs: dict[str, Any],
+                  eps: float) -> tuple[str, int, str]:
+    """``(dtype, C, where C comes from)`` of a group norm's ``x`` (eps defaults to 1e-5)."""
+    dtype, channels = check_groups(op_name, x, attrs)
+    return dtype, channels, "one per channel, dim 1 of x"
+
+
+class NormBackward(RlxOp):
+    """Constants shared by the layer/RMS/group norm backward ops."""
+
+    CENTERED: ClassVar[bool]
+    EPS: ClassVar[float]
+    CHECK_X: ClassVar[CheckX] = staticmethod(check_row_x)
+
+
+class NormBackwardInput(NormBackward):
+    """``dx`` of a layer/RMS/group norm from ``x, gamma, dy`` (beta does not enter it)."""
 
     x = operand_def(TensorType)
     gamma = operand_def(TensorType)
     dy = operand_def(TensorType)
     result = result_def(TensorType)
-    CENTERED: ClassVar[bool]
-    EPS: ClassVar[float]
 
     @classmethod
     def infer(cls, types, attrs, out):
         x, gamma, dy = types
-        dtype = expect_float(x, f"'{cls.name}' operand x")
-        shape = shape_of(x)
-        check_last_axis(cls.name, attrs, len(shape))
-        check_eps(attrs, cls.EPS)
-        check_vectors(cls.name, dtype, shape[-1], "the last dim of x", [("gamma", gamma)])
+        dtype, size, reason = cls.CHECK_X(cls.name, x, attrs, cls.EPS)
+        check_vectors(cls.name, dtype, size, reason, [("gamma", gamma)])
         expect_like(cls.name, "dy", x, dy, "x")
         return [x]
 
 
-class RowNormBackwardGamma(RlxOp):
-    """``dgamma = sum_rows(dy * x_hat)`` of a last-axis norm: ``x, dy -> [D]``."""
+class NormBackwardGamma(NormBackward):
+    """``dgamma = sum_rows(dy * x_hat)`` of a layer/RMS/group norm: ``x, dy -> [C]``."""
 
     x = operand_def(TensorType)
     dy = operand_def(TensorType)
     result = result_def(TensorType)
-    CENTERED: ClassVar[bool]
-    EPS: ClassVar[float]
 
     @classmethod
     def infer(cls, types, attrs, out):
         x, dy = types
-        dtype = expect_float(x, f"'{cls.name}' operand x")
-        shape = shape_of(x)
-        check_last_axis(cls.name, attrs, len(shape))
-        check_eps(attrs, cls.EPS)
+        dtype, size, _ = cls.CHECK_X(cls.name, x, attrs, cls.EPS)
         expect_like(cls.name, "dy", x, dy, "x")
-        return [tensor((shape[-1],), dtype)]
+        return [tensor((size,), dtype)]
 
 
 def _row_norm_attrs(eps: float) -> dict[str, str]:
@@ -144,7 +151,7 @@ def _row_norm_attrs(eps: float) -> dict[str, str]:
 
 
 LayerNormBackwardInputOp = define_op(
-    "LayerNormBackwardInputOp", RowNormBackwardInput, "rlx.layer_norm_backward_input",
+    "LayerNormBackwardInputOp", NormBackwardInput, "rlx.layer_norm_backward_input",
     """``dx`` of ``rlx.layer_norm``: ``inv * (g - mean(g) - x_hat * mean(g * x_hat))``
     per row, ``g = dy * gamma`` (SPEC 3.2). Operands ``x, gamma, dy``.
 
@@ -156,7 +163,7 @@ LayerNormBackwardInputOp = define_op(
     CENTERED=True, EPS=1e-5, ATTRS=_row_norm_attrs(1e-5),
 )
 LayerNormBackwardGammaOp = define_op(
-    "LayerNormBackwardGammaOp", RowNormBackwardGamma, "rlx.layer_norm_backward_gamma",
+    "LayerNormBackwardGammaOp", NormBackwardGamma, "rlx.layer_norm_backward_gamma",
     """``dgamma`` of ``rlx.layer_norm``: ``sum_rows(dy * x_hat)``, ``[D]``. Operands ``x, dy``.
 
     Example::
@@ -167,7 +174,7 @@ LayerNormBackwardGammaOp = define_op(
     CENTERED=True, EPS=1e-5, ATTRS=_row_norm_attrs(1e-5),
 )
 RmsNormBackwardInputOp = define_op(
-    "RmsNormBackwardInputOp", RowNormBackwardInput, "rlx.rms_norm_backward_input",
+    "RmsNormBackwardInputOp", NormBackwardInput, "rlx.rms_norm_backward_input",
     """``dx`` of ``rlx.rms_norm``: ``r * (g - x_hat * mean(g * x_hat))`` per row,
     ``r = rsqrt(mean(x^2) + eps)``, ``x_hat = x r``, ``g = dy * gamma`` (SPEC 3.3).
     Operands ``x, gamma, dy`` (beta does not enter it).
@@ -180,7 +187,7 @@ RmsNormBackwardInputOp = define_op(
     CENTERED=False, EPS=1e-6, ATTRS=_row_norm_attrs(1e-6),
 )
 RmsNormBackwardGammaOp = define_op(
-    "RmsNormBackwardGammaOp", RowNormBackwardGamma, "rlx.rms_norm_backward_gamma",
+    "RmsNormBackwardGammaOp", NormBackwardGamma, "rlx.rms_norm_backward_gamma",
     """``dgamma`` of ``rlx.rms_norm``: ``sum_rows(dy * x * r)``, ``[D]``. Operands ``x, dy``.
 
     Example::
@@ -193,7 +200,7 @@ RmsNormBackwardGammaOp = define_op(
 
 
 @INTERPRET.register(LayerNormBackwardInputOp, RmsNormBackwardInputOp)
-def _interpret_row_norm_input(op: RowNormBackwardInput, x: np.ndarray, gamma: np.ndarray,
+def _interpret_row_norm_input(op: NormBackwardInput, x: np.ndarray, gamma: np.ndarray,
                               dy: np.ndarray) -> np.ndarray:
     centered = type(op).CENTERED
     x_hat, inv = normalize_rows(x, op.attr("eps", type(op).EPS), centered)
@@ -201,7 +208,7 @@ def _interpret_row_norm_input(op: RowNormBackwardInput, x: np.ndarray, gamma: np
 
 
 @INTERPRET.register(LayerNormBackwardGammaOp, RmsNormBackwardGammaOp)
-def _interpret_row_norm_gamma(op: RowNormBackwardGamma, x: np.ndarray,
+def _interpret_row_norm_gamma(op: NormBackwardGamma, x: np.ndarray,
                               dy: np.ndarray) -> np.ndarray:
     x_hat, _ = normalize_rows(x, op.attr("eps", type(op).EPS), type(op).CENTERED)
     return sum_but_last(dy * x_hat)
@@ -213,8 +220,8 @@ def _interpret_row_norm_gamma(op: RowNormBackwardGamma, x: np.ndarray,
 GROUP_NORM_ATTRS = {"num_groups": "i64, required; positive and divides C", "eps": eps_doc(1e-5)}
 
 
-@irdl_op_definition
-class GroupNormBackwardInputOp(RlxOp):
+GroupNormBackwardInputOp = define_op(
+    "GroupNormBackwardInputOp", NormBackwardInput, "rlx.group_norm_backward_input",
     """``dx`` of ``rlx.group_norm``: the layer-norm closed form over each (sample, group)
     set, with ``g = dy * gamma[c]``. Operands ``x, gamma, dy`` (beta does not enter it).
 
@@ -222,29 +229,11 @@ class GroupNormBackwardInputOp(RlxOp):
 
         %dx = rlx.group_norm_backward_input %x, %g, %dy {num_groups = 2 : i64}
                 : (tensor<2x4x3xf32>, tensor<4xf32>, tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
-    """
-
-    name = "rlx.group_norm_backward_input"
-    x = operand_def(TensorType)
-    gamma = operand_def(TensorType)
-    dy = operand_def(TensorType)
-    result = result_def(TensorType)
-    ATTRS: ClassVar[dict[str, str]] = GROUP_NORM_ATTRS
-
-    @classmethod
-    def infer(cls, types, attrs, out):
-        x, gamma, dy = types
-        dtype = expect_float(x, f"'{cls.name}' operand x")
-        channels = check_groups(cls.name, x, attrs)
-        check_eps(attrs, 1e-5)
-        check_vectors(cls.name, dtype, channels, "one per channel, dim 1 of x",
-                      [("gamma", gamma)])
-        expect_like(cls.name, "dy", x, dy, "x")
-        return [x]
-
-
-@irdl_op_definition
-class GroupNormBackwardGammaOp(RlxOp):
+    """,
+    CENTERED=True, EPS=1e-5, ATTRS=GROUP_NORM_ATTRS, CHECK_X=staticmethod(check_group_x),
+)
+GroupNormBackwardGammaOp = define_op(
+    "GroupNormBackwardGammaOp", NormBackwardGamma, "rlx.group_norm_backward_gamma",
     """``dgamma[c]`` of ``rlx.group_norm``: ``sum_{n, spatial} dy * x_hat``, ``[C]``.
     Operands ``x, dy``.
 
@@ -252,44 +241,45 @@ class GroupNormBackwardGammaOp(RlxOp):
 
         %dg = rlx.group_norm_backward_gamma %x, %dy {num_groups = 2 : i64}
                 : (tensor<2x4x3xf32>, tensor<2x4x3xf32>) -> tensor<4xf32>
+    """,
+    CENTERED=True, EPS=1e-5, ATTRS=GROUP_NORM_ATTRS, CHECK_X=staticmethod(check_group_x),
+)
+
+
+class BetaBackward(RlxOp):
+    """``dbeta[c]``: ``dy`` summed over every axis but the channel one, ``[C]``.
+
+    ``CHANNELS(op_name, dy)`` checks ``dy`` (a float tensor) and returns its C.
     """
 
-    name = "rlx.group_norm_backward_gamma"
-    x = operand_def(TensorType)
     dy = operand_def(TensorType)
     result = result_def(TensorType)
-    ATTRS: ClassVar[dict[str, str]] = GROUP_NORM_ATTRS
+    ATTRS: ClassVar[dict[str, str]] = {}
+    CHANNELS: ClassVar[Callable[[str, TensorType], int]]
 
     @classmethod
     def infer(cls, types, attrs, out):
-        x, dy = types
-        dtype = expect_float(x, f"'{cls.name}' operand x")
-        channels = check_groups(cls.name, x, attrs)
-        check_eps(attrs, 1e-5)
-        expect_like(cls.name, "dy", x, dy, "x")
-        return [tensor((channels,), dtype)]
+        channels = cls.CHANNELS(cls.name, types[0])
+        return [tensor((channels,), dtype_of(types[0]))]
 
 
-@irdl_op_definition
-class GroupNormBackwardBetaOp(RlxOp):
+def _group_channels(op_name: str, dy: TensorType) -> int:
+    """Dim 1 (C) of a float ``dy [N, C, ...]``."""
+    expect_float(dy, f"'{op_name}' operand dy")
+    return expect_rank(dy, (3, 4), f"'{op_name}' operand dy ([N, C, ...])")[1]
+
+
+GroupNormBackwardBetaOp = define_op(
+    "GroupNormBackwardBetaOp", BetaBackward, "rlx.group_norm_backward_beta",
     """``dbeta[c]`` of ``rlx.group_norm``: ``sum_{n, spatial} dy``, ``[C]``. Operand ``dy``
     only (SPEC's unused x is dropped; the grouping does not matter).
 
     Example::
 
         %db = rlx.group_norm_backward_beta %dy : (tensor<2x4x3xf32>) -> tensor<4xf32>
-    """
-
-    name = "rlx.group_norm_backward_beta"
-    dy = operand_def(TensorType)
-    result = result_def(TensorType)
-    ATTRS: ClassVar[dict[str, str]] = {}
-
-    @classmethod
-    def infer(cls, types, attrs, out):
-        dtype = expect_float(types[0], f"'{cls.name}' operand dy")
-        channels = expect_rank(types[0], (3, 4), f"'{cls.name}' operand dy ([N, C, ...])")[1]
-        return [tensor((channels,), dtype)]
+    """,
+    CHANNELS=staticmethod(_group_channels),
+)
 
 
 def _grouped_norm(op: RlxOp, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,7 +292,7 @@ def _grouped_norm(op: RlxOp, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _interpret_group_norm_input(op: GroupNormBackwardInputOp, x: np.ndarray,
                                 gamma: np.ndarray, dy: np.ndarray) -> np.ndarray:
     x_hat, inv = _grouped_norm(op, x)
-    gg = (dy * gamma.reshape((1, -1) + (1,) * (x.ndim - 2))).reshape(x_hat.shape)
+    gg = (dy * channel_broadcast(gamma, x.ndim)).reshape(x_hat.shape)
     return normalized_input_grad(gg, x_hat, inv, centered=True).reshape(x.shape)
 
 
@@ -392,25 +382,17 @@ class BatchNormInferenceBackwardGammaOp(RlxOp):
         return [tensor((channels,), dtype)]
 
 
-@irdl_op_definition
-class BatchNormInferenceBackwardBetaOp(RlxOp):
+BatchNormInferenceBackwardBetaOp = define_op(
+    "BatchNormInferenceBackwardBetaOp", BetaBackward, "rlx.batch_norm_inference_backward_beta",
     """``dbeta[c]`` of ``rlx.batch_norm_inference``: ``dy`` summed over all but the last
     axis, ``[C]``. Operand ``dy``.
 
     Example::
 
         %db = rlx.batch_norm_inference_backward_beta %dy : (tensor<2x5x3xf32>) -> tensor<3xf32>
-    """
-
-    name = "rlx.batch_norm_inference_backward_beta"
-    dy = operand_def(TensorType)
-    result = result_def(TensorType)
-    ATTRS: ClassVar[dict[str, str]] = {}
-
-    @classmethod
-    def infer(cls, types, attrs, out):
-        channels = _channels(cls.name, types[0], "dy")
-        return [tensor((channels,), dtype_of(types[0]))]
+    """,
+    CHANNELS=staticmethod(lambda op_name, dy: _channels(op_name, dy, "dy")),
+)
 
 
 @INTERPRET.register(BatchNormInferenceBackwardInputOp)
@@ -433,40 +415,6 @@ def _interpret_batch_norm_beta(op: BatchNormInferenceBackwardBetaOp,
 
 
 # ---------------------------------------------------------------- rope
-
-
-def check_rope(op_name: str, x: TensorType, cos: TensorType, sin: TensorType,
-               attrs: dict[str, Any], x_name: str = "x") -> TensorType:
-    """The checks of ``rlx.rope`` (layout, head_dim, n_rot, tables); returns ``x``."""
-    dtype = expect_float(x, f"'{op_name}' operand {x_name}")
-    shape = expect_rank(x, (2, 3), f"'{op_name}' operand {x_name} ([S, hidden] or [B, S, hidden])")
-    head_dim = require(attrs, "head_dim", int)
-    if head_dim <= 0 or head_dim % 2 or shape[-1] % head_dim:
-        raise ShapeError(f"'{op_name}' head_dim = {head_dim} must be positive, even and "
-                         f"divide the hidden size {shape[-1]}")
-    n_rot = optional(attrs, "n_rot", int, head_dim)
-    if not 0 < n_rot <= head_dim or n_rot % 2:
-        raise ShapeError(f"'{op_name}' n_rot = {n_rot} must be positive, even and "
-                         f"<= head_dim = {head_dim}")
-    want = tensor((shape[-2], head_dim // 2), dtype)
-    for table_name, table in (("cos", cos), ("sin", sin)):
-        if table != want:
-            raise ShapeError(f"'{op_name}' {table_name} table must be {want} "
-                             f"([S, head_dim/2]), got {table}")
-    return x
-
-
-def rotate_half(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, head_dim: int,
-                n_rot: int) -> np.ndarray:
-    """Rotate-half rope of ``x [..., S, H*head_dim]`` by tables ``[S, head_dim/2]``."""
-    half = n_rot // 2
-    heads = x.reshape(*x.shape[:-1], -1, head_dim)
-    c, s = cos[:, None, :half], sin[:, None, :half]
-    first, second = heads[..., :half], heads[..., half:2 * half]
-    y = heads.copy()
-    y[..., :half] = first * c - second * s
-    y[..., half:2 * half] = second * c + first * s
-    return y.reshape(x.shape)
 
 
 @irdl_op_definition
@@ -531,7 +479,10 @@ from rlx_mlir.dialects.nn import (  # noqa: E402
     element_of,
     fold,
     fold_sum,
+    group_axes,
+    last_axis,
     norm_stats,
+    over_std,
     per_channel,
     rope_lowering,
     split_channels,
@@ -584,16 +535,12 @@ def norm_gamma_grad(e: Any, x: SSAValue, dy: SSAValue, axes: list[int], eps: flo
                     lambda s, xv, dyv, *stat: s.mul(dyv, x_hat(s, xv, *stat)), keep_dims=False)
 
 
-def last_axis(x: SSAValue) -> list[int]:
-    return [len(shape_of(x.type)) - 1]
-
-
 def all_but_last(x: SSAValue) -> list[int]:
     return list(range(len(shape_of(x.type)) - 1))
 
 
 @LOWER.register(LayerNormBackwardInputOp, RmsNormBackwardInputOp)
-def _lower_row_norm_input(op: RowNormBackwardInput, e: Any, x: SSAValue, gamma: SSAValue,
+def _lower_row_norm_input(op: NormBackwardInput, e: Any, x: SSAValue, gamma: SSAValue,
                           dy: SSAValue) -> SSAValue:
     kind = type(op)
     return norm_input_grad(e, x, gamma, dy, last_axis(x), op.attr("eps", kind.EPS),
@@ -601,16 +548,11 @@ def _lower_row_norm_input(op: RowNormBackwardInput, e: Any, x: SSAValue, gamma: 
 
 
 @LOWER.register(LayerNormBackwardGammaOp, RmsNormBackwardGammaOp)
-def _lower_row_norm_gamma(op: RowNormBackwardGamma, e: Any, x: SSAValue,
+def _lower_row_norm_gamma(op: NormBackwardGamma, e: Any, x: SSAValue,
                           dy: SSAValue) -> SSAValue:
     kind = type(op)
     return norm_gamma_grad(e, x, dy, last_axis(x), op.attr("eps", kind.EPS), kind.CENTERED,
                            all_but_last(x))
-
-
-def group_axes(x: SSAValue) -> list[int]:
-    """Normalised axes of the grouped view ``[N, G, C/G, ...]`` of ``x [N, C, ...]``."""
-    return list(range(2, len(shape_of(x.type)) + 1))
 
 
 @LOWER.register(GroupNormBackwardInputOp)
@@ -646,7 +588,7 @@ def _lower_batch_norm_input(op: BatchNormInferenceBackwardInputOp, e: Any, gamma
                             var: SSAValue, dy: SSAValue) -> SSAValue:
     eps = op.attr("eps", 1e-5)
     return e.elementwise([dy, gamma, var], element_of(dy),
-                         lambda s, d, g, v: s.div(s.mul(d, g), s.sqrt(s.add(v, eps))))
+                         lambda s, d, g, v: over_std(s, s.mul(d, g), v, eps))
 
 
 @LOWER.register(BatchNormInferenceBackwardGammaOp)
@@ -655,7 +597,7 @@ def _lower_batch_norm_gamma(op: BatchNormInferenceBackwardGammaOp, e: Any, x: SS
     eps = op.attr("eps", 1e-5)
 
     def term(s: Any, xv: Any, m: Any, v: Any, d: Any) -> Any:
-        return s.div(s.mul(d, s.sub(xv, m)), s.sqrt(s.add(v, eps)))
+        return over_std(s, s.mul(d, s.sub(xv, m)), v, eps)
 
     return fold_sum(e, [x, mean, var, dy], all_but_last(x), term, keep_dims=False)
 
@@ -682,7 +624,6 @@ def _lower_rope_backward(op: RopeBackwardOp, e: Any, dy: SSAValue, cos: SSAValue
 #   (``t`` for RMS), ``m = mean(g * x_hat)``,
 #   ``t_dx = -inv * (a * dx + t_xhat * m + x_hat * mean(g * t_xhat))``.
 
-from collections.abc import Sequence  # noqa: E402
 
 from rlx_mlir.dialects.nn import (  # noqa: E402
     batch_norm_xhat,
