@@ -457,7 +457,9 @@ VMAP.register(AttentionOp)(fold_attention_batch)
 # [B, Hkv, G, S, S_kv]. Both contractions are linalg.generics reading the operands in
 # place (no transpose, no repeated kv heads); the softmax is reductions over S_kv.
 
-from xdsl.dialects import arith  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from xdsl.dialects import arith, func  # noqa: E402
 from xdsl.dialects import tensor as tensor_ops  # noqa: E402
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, i64  # noqa: E402
 from xdsl.dialects.linalg.ops import IndexOp  # noqa: E402
@@ -706,9 +708,141 @@ def shared_probs(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue, v: 
     return e.once(("attention-probs", cfg, q, k, v, mask), build)
 
 
+# ---------------------------------------------------------------- per-head lowering
+# At the top level of a function, attention is one ``scf.forall`` over (batch, kv head):
+# each iteration computes its head group's scores, softmax and output on tiles that stay
+# in cache ([G, S, S_kv] per head group instead of [B, Hkv, G, S, S_kv] per pass), and the
+# iterations run on the async runtime's threads. The forward also writes ``P`` when
+# gradient ops of the same attention are in the block; their own forall reads it.
+
+
+def forall_builders():
+    """``rlx_mlir.lowering.forall``, imported on first use (the lowering imports the dialects)."""
+    from rlx_mlir.lowering import forall as module
+
+    return module
+
+
+def lowers_per_head(op: RlxOp) -> bool:
+    """True when ``op`` sits directly in a function body (not a scan or control region:
+    those keep the whole-tensor lowering, one thread split per iteration being too fine)."""
+    return isinstance(op.parent_op(), func.FuncOp)
+
+
+def head_config(cfg: AttentionConfig) -> AttentionConfig:
+    """The configuration of one kv head's group: ``G`` query heads over one kv head."""
+    return replace(cfg, num_heads=cfg.group, num_kv_heads=1)
+
+
+@dataclass(frozen=True)
+class HeadTile:
+    """Where one (batch, kv head) iteration's tiles sit in the full tensors."""
+
+    cfg: AttentionConfig
+    batch: SSAValue
+    head: SSAValue
+    query_col: SSAValue | int  # first column of the head group in [B, S, Hq*D]
+    kv_col: SSAValue | int  # first column of the kv head in [B, S_kv, Hkv*D]
+
+    @classmethod
+    def at(cls, e: Emitter, cfg: AttentionConfig, ivs: Sequence[SSAValue]) -> HeadTile:
+        b, h = ivs
+        width = cfg.head_dim
+        index_mul = forall_builders().index_mul
+        return cls(cfg, b, h, index_mul(e, h, cfg.group * width), index_mul(e, h, width))
+
+    def queries(self, e: Emitter, x: SSAValue) -> SSAValue:
+        """``x[b, :, group columns]`` of a [B, S, Hq*D] tensor (q, dy, dq)."""
+        _, s, _ = shape_of(x.type)
+        return forall_builders().slice_of(e, x, self.query_offsets(), [1, s, self.cfg.group * self.cfg.head_dim])
+
+    def keys(self, e: Emitter, x: SSAValue) -> SSAValue:
+        _, skv, _ = shape_of(x.type)
+        return forall_builders().slice_of(e, x, self.kv_offsets(), [1, skv, self.cfg.head_dim])
+
+    def mask(self, e: Emitter, mask: SSAValue | None) -> SSAValue | None:
+        """Custom masks [B, S_kv] by batch row; bias [B, Hq, S, S_kv] by head group."""
+        if mask is None or self.cfg.mask_kind != "bias":
+            return None if mask is None else forall_builders().slice_of(
+                e, mask, [self.batch, 0], [1, shape_of(mask.type)[1]])
+        _, _, s, skv = shape_of(mask.type)
+        return forall_builders().slice_of(e, mask, self.bias_offsets(e), [1, self.cfg.group, s, skv])
+
+    def query_offsets(self) -> list[SSAValue | int]:
+        return [self.batch, 0, self.query_col]
+
+    def kv_offsets(self) -> list[SSAValue | int]:
+        return [self.batch, 0, self.kv_col]
+
+    def bias_offsets(self, e: Emitter) -> list[SSAValue | int]:
+        return [self.batch, forall_builders().index_mul(e, self.head, self.cfg.group), 0, 0]
+
+    def probs_offsets(self) -> list[SSAValue | int]:
+        return [self.batch, self.head, 0, 0, 0]
+
+    def operands(self, e: Emitter, q: SSAValue, k: SSAValue, v: SSAValue,
+                 mask: SSAValue | None) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue | None]:
+        return self.queries(e, q), self.keys(e, k), self.keys(e, v), self.mask(e, mask)
+
+
+def probs_shape(cfg: AttentionConfig, q: SSAValue, k: SSAValue) -> list[int]:
+    """``[B, Hkv, G, S, S_kv]``."""
+    (b, s, _), (_, skv, _) = shape_of(q.type), shape_of(k.type)
+    return [b, cfg.num_kv_heads, cfg.group, s, skv]
+
+
+def per_head_forward(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue,
+                     v: SSAValue, mask: SSAValue | None,
+                     with_probs: bool) -> tuple[SSAValue, SSAValue | None]:
+    """(output [B, S, Hq*D], ``P`` [B, Hkv, G, S, S_kv] if ``with_probs``) by one forall."""
+    dtype = q.type.element_type  # type: ignore[attr-defined]
+    inits = [e.empty(shape_of(q.type), dtype)]
+    if with_probs:
+        inits.append(e.empty(probs_shape(cfg, q, k), dtype))
+
+    def body(t: Emitter, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list]]:
+        tile = HeadTile.at(t, cfg, ivs)
+        ops = GroupedOperands.of(t, head_config(cfg), *tile.operands(t, q, k, v, mask))
+        probs = lowered_probs(t, ops, SCORES_CONTRACTION.emit(t, ops.q, ops.k))
+        out = merge_groups(t, KEYS_CONTRACTION.emit(t, probs, ops.v), GROUPED_HEADS)
+        tiles = [(out, tile.query_offsets())]
+        return tiles + [(probs, tile.probs_offsets())] if with_probs else tiles
+
+    results = forall_builders().forall(e, [shape_of(q.type)[0], cfg.num_kv_heads], inits, body)
+    return results[0], (results[1] if with_probs else None)
+
+
+def shared_per_head_forward(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue,
+                            v: SSAValue, mask: SSAValue | None,
+                            with_probs: bool = True) -> tuple[SSAValue, SSAValue | None]:
+    """:func:`per_head_forward` emitted once per block for these operands (the forward op
+    asks first, with ``P`` only if gradient ops will read it)."""
+    return e.once(("attention-per-head", cfg, q, k, v, mask),
+                  lambda: per_head_forward(e, cfg, q, k, v, mask, with_probs))
+
+
+def same_attention(a: RlxOp, b: RlxOp) -> bool:
+    """Same q, k, v (and mask) operands and the same forward attributes."""
+    def key(op: RlxOp) -> tuple:
+        operands = list(op.operands)
+        mask = operands[4:5] if op.name == "rlx.attention_backward" else operands[3:4]
+        return (*operands[:3], *mask, AttentionConfig.from_attrs(op.py_attrs()))
+
+    return key(a) == key(b)
+
+
+def _has_gradient_ops(op: AttentionOp) -> bool:
+    block = op.parent_block()
+    return block is not None and any(
+        other.name == "rlx.attention_backward" and same_attention(op, other)
+        for other in block.ops)
+
+
 @LOWER.register(AttentionOp)
 def _lower_attention(op: AttentionOp, e: Emitter, q: SSAValue, k: SSAValue, v: SSAValue,
                      mask: SSAValue | None = None) -> SSAValue:
     cfg = AttentionConfig.from_attrs(op.py_attrs())
+    if lowers_per_head(op):
+        return shared_per_head_forward(e, cfg, q, k, v, mask, _has_gradient_ops(op))[0]
     ops, _, probs = shared_probs(e, cfg, q, k, v, mask)
     return merge_groups(e, KEYS_CONTRACTION.emit(e, probs, ops.v), GROUPED_HEADS)

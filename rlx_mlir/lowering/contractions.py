@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-CONTRACTION_VERSION = "contract-v2"
+CONTRACTION_VERSION = "contract-v3"
 
 
 @dataclass(frozen=True)
@@ -206,9 +206,23 @@ def _transposed(value: Any, have: list[int], want: list[int], sizes: list[int]) 
 
     if have == want:
         return value
+    moved = [d for d in have if sizes[d] != 1]
+    if moved and moved == [d for d in want if sizes[d] != 1]:  # only unit dims move: a view
+        collapsed = _collapsed(value, _unit_groups([sizes[d] for d in have]))
+        return _expanded(collapsed, _unit_groups([sizes[d] for d in want]),
+                         [sizes[d] for d in want])
     init = tensor.EmptyOp([sizes[d] for d in want], _element_type(value)).result
     return _value(linalg.transpose(value, outs=[init],
                                    permutation=[have.index(d) for d in want]))
+
+
+def _unit_groups(shape: list[int]) -> list[int]:
+    """Lengths of consecutive dim groups holding one non-unit dim each (unit dims join the
+    group of the non-unit dim before them; leading ones the first group)."""
+    anchors = [i for i, n in enumerate(shape) if n != 1]
+    ends = [*anchors[1:], len(shape)]
+    starts = [0, *anchors[1:]]
+    return [end - start for start, end in zip(starts, ends, strict=True)]
 
 
 def _reassociation(lengths: list[int]) -> tuple[Any, list[list[int]]]:

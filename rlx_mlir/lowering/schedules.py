@@ -422,11 +422,14 @@ class Fragment:
 
 
 def _op_threads(op, threads: int) -> int:
-    """No thread split inside loops (a scan body): one dispatch per iteration."""
+    """No thread split inside loops: in a scan body that is one dispatch per iteration,
+    and inside an ``scf.forall`` (already run by the workers) a nested dispatch waits on
+    workers that are all busy waiting."""
     return threads if op.parent.name == "func.func" else 1
 
 
 def _schedule_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
+    threads = _op_threads(op, threads)
     m, n, k = info.ranges
     if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16:
         packed = _packed_matmul_fragment(i, info, threads)
@@ -436,7 +439,8 @@ def _schedule_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
 
 
 def _schedule_batch_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
-    return Fragment(_batch_matmul_fragment(i, info, threads), "batch_matmul", f"%t{i}_l")
+    return Fragment(_batch_matmul_fragment(i, info, _op_threads(op, threads)), "batch_matmul",
+                    f"%t{i}_l")
 
 
 def _schedule_transpose(i: int, op, info: OpInfo, threads: int) -> Fragment | None:
@@ -605,6 +609,42 @@ MEMPLAN = ("func.func(buffer-hoisting,buffer-loop-hoisting,"
            f"promote-buffers-to-stack{{max-alloc-size-in-bytes={os.environ.get('RLX_STACK_MAX', '65536')} "
            "max-rank-of-allocated-memref=3}),"
            "buffer-deallocation-pipeline,canonicalize")
+
+def heap_parallel_temporaries(module) -> int:
+    """Give each ``scf.forall`` iteration's temporaries heap memory again: the
+    ``memref.alloca`` s that ``promote-buffers-to-stack`` put directly in a forall body
+    become ``memref.alloc`` + ``memref.dealloc`` at the body's end. On the stack they would
+    grow it by every iteration's buffers (no upstream pass releases allocas per
+    iteration; ``memref.alloca_scope`` is canonicalized away) and a long loop overflows.
+    Returns how many buffers moved."""
+    from mlir import ir
+    from mlir.dialects import memref
+
+    loops = []
+
+    def visit(op):
+        o = op.operation if hasattr(op, "operation") else op
+        if o.name == "scf.forall":
+            loops.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    moved = 0
+    for loop in loops:
+        ops = list(loop.regions[0].blocks[0].operations)
+        for op in ops:
+            if op.name != "memref.alloca" or len(op.operands):
+                continue
+            with ir.Location.unknown(module.context):
+                heap = memref.AllocOp(op.results[0].type, [], [], ip=ir.InsertionPoint(op),
+                                      alignment=op.attributes["alignment"]
+                                      if "alignment" in op.attributes else None)
+                op.results[0].replace_all_uses_with(heap.result)
+                memref.DeallocOp(heap.result, ip=ir.InsertionPoint(ops[-1]))
+            op.erase()
+            moved += 1
+    return moved
+
 
 _VECTOR_LOWERING = """module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {

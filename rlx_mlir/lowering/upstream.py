@@ -79,10 +79,13 @@ def _fast_pipeline() -> list[Stage]:
               "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
               "canonicalize"),
         Stage("memplan", S.MEMPLAN),
+        Stage("forall-temporaries", "python:heap-forall-temporaries",
+              S.heap_parallel_temporaries),
         Stage("vector-lowering", f"transform:{S.SCHEDULE_VERSION}:vector-lowering",
               S.apply_vector_lowering),
         Stage("threads", S.threads_passes()),
-        Stage("loops", "canonicalize,cse,convert-vector-to-scf{full-unroll=true}," + _LOOPS),
+        Stage("loops", "scf-forall-to-for,canonicalize,cse,convert-vector-to-scf{full-unroll=true},"
+              + _LOOPS),
         Stage("math", _MATH),
         Stage("llvm", "convert-vector-to-llvm," + _LLVM),
         Stage("outlined", "python:noinline-parallel-bodies", S.keep_parallel_bodies_outlined),

@@ -23,7 +23,7 @@ Dropped keys have ``P = 0``, so they (and fully masked rows) get zero gradient.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -45,7 +45,7 @@ from rlx_mlir.dialects.attention import (
     reduce_kv_heads,
     split_heads,
 )
-from rlx_mlir.dialects.base import RlxOp, ShapeError, require
+from rlx_mlir.dialects.base import RlxOp, ShapeError, require, shape_of
 from rlx_mlir.rules import INTERPRET
 
 # ---------------------------------------------------------------- numpy math
@@ -222,10 +222,17 @@ from rlx_mlir.dialects.attention import (  # noqa: E402
     QUERIES_CONTRACTION,
     SCORES_CONTRACTION,
     GroupedOperands,
+    HeadTile,
+    forall_builders,
+    head_config,
     lowered_probs,
+    lowers_per_head,
     merge_groups,
+    probs_shape,
     row_reduce,
+    same_attention,
     scaled_scores,
+    shared_per_head_forward,
     shared_probs,
     with_rows,
 )
@@ -244,9 +251,13 @@ class LoweredRecompute:
     cfg: AttentionConfig
     operands: tuple[SSAValue, SSAValue, SSAValue, SSAValue | None]  # q, k, v, mask
     dy_flat: SSAValue
+    forward: tuple[GroupedOperands, SSAValue | None, SSAValue] | None = None
+    """(operands, ``Q K^T`` or None without softcap, ``P``) when already computed."""
 
     @cached_property
-    def _forward(self) -> tuple[GroupedOperands, SSAValue, SSAValue]:
+    def _forward(self) -> tuple[GroupedOperands, SSAValue | None, SSAValue]:
+        if self.forward is not None:
+            return self.forward
         return shared_probs(self.e, self.cfg, *self.operands)
 
     @property
@@ -254,8 +265,8 @@ class LoweredRecompute:
         return self._forward[0]
 
     @property
-    def qk(self) -> SSAValue:
-        """Unscaled ``Q K^T`` [B, Hkv, G, S, S_kv]."""
+    def qk(self) -> SSAValue | None:
+        """Unscaled ``Q K^T`` [B, Hkv, G, S, S_kv] (may be None when there is no softcap)."""
         return self._forward[1]
 
     @property
@@ -280,14 +291,14 @@ class LoweredRecompute:
     def scaled_d_scores(self) -> SSAValue:
         """``score_scale * dS'``: dS through the softcap, ready for both contractions."""
         cfg = self.ops.cfg
+        if cfg.softcap is None:
+            return with_rows(self.e, [self.d_logits], [], lambda s, ds: s.mul(ds, cfg.scale))
 
         def body(s: Emitter, ds: SSAValue, qk: SSAValue) -> SSAValue:
-            if cfg.softcap is not None:
-                t = s.tanh(s.div(scaled_scores(s, cfg, qk), cfg.softcap))
-                ds = s.mul(ds, s.sub(1.0, s.mul(t, t)))
-            return s.mul(ds, cfg.scale)
+            t = s.tanh(s.div(scaled_scores(s, cfg, qk), cfg.softcap))
+            return s.mul(s.mul(ds, s.sub(1.0, s.mul(t, t))), cfg.scale)
 
-        return with_rows(self.e, [self.d_logits, self.qk], [], body)
+        return with_rows(self.e, [self.d_logits, self.qk], [], body)  # type: ignore[list-item]
 
 
 def _lower_grad_q(r: LoweredRecompute) -> SSAValue:
@@ -317,11 +328,53 @@ LOWERED_GRADIENTS: dict[str, Callable[[LoweredRecompute], SSAValue]] = {
 """``wrt`` -> the lowering of the gradient it selects."""
 
 
+def _sibling_wrts(op: AttentionBackwardOp) -> list[str]:
+    """The ``wrt`` of every gradient op in ``op``'s block with ``op``'s operands (one
+    per-head loop computes them all)."""
+    block = op.parent_block()
+    siblings = [o for o in block.ops if o.name == op.name] if block is not None else [op]
+    wrts = [o.attr("wrt") for o in siblings
+            if list(o.operands) == list(op.operands) and same_attention(op, o)]
+    return list(dict.fromkeys(wrts))
+
+
+def per_head_backward(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue,
+                      v: SSAValue, dy: SSAValue, mask: SSAValue | None,
+                      wrts: Sequence[str]) -> dict[str, SSAValue]:
+    """The gradients ``wrts`` by one forall over (batch, kv head), reading the forward's
+    ``P`` per head group (the forward op's loop wrote it)."""
+    _, probs = shared_per_head_forward(e, cfg, q, k, v, mask)
+    assert probs is not None, "the per-head forward was lowered without its probabilities"
+    full = {"q": q, "k": k, "v": v, "bias": mask}
+    dtype = q.type.element_type  # type: ignore[attr-defined]
+    inits = [e.empty(shape_of(full[w].type), dtype) for w in wrts]  # type: ignore[union-attr]
+    slices = probs_shape(cfg, q, k)
+    slices[:2] = [1, 1]
+
+    def body(t: Emitter, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list]]:
+        tile = HeadTile.at(t, cfg, ivs)
+        operands = tile.operands(t, q, k, v, mask)
+        ops = GroupedOperands.of(t, head_config(cfg), *operands)
+        qk = SCORES_CONTRACTION.emit(t, ops.q, ops.k) if cfg.softcap is not None else None
+        p = forall_builders().slice_of(t, probs, tile.probs_offsets(), slices)
+        r = LoweredRecompute(t, head_config(cfg), operands, tile.queries(t, dy), (ops, qk, p))
+        offsets = {"q": tile.query_offsets, "k": tile.kv_offsets, "v": tile.kv_offsets,
+                   "bias": lambda: tile.bias_offsets(t)}
+        return [(LOWERED_GRADIENTS[w](r), offsets[w]()) for w in wrts]
+
+    results = forall_builders().forall(e, [shape_of(q.type)[0], cfg.num_kv_heads], inits, body)
+    return dict(zip(wrts, results, strict=True))
+
+
 @LOWER.register(AttentionBackwardOp)
 def _lower_attention_backward(op: AttentionBackwardOp, e: Emitter, q: SSAValue, k: SSAValue,
                               v: SSAValue, dy: SSAValue,
                               mask: SSAValue | None = None) -> SSAValue:
     cfg = AttentionConfig.from_attrs(op.py_attrs())
+    if lowers_per_head(op):
+        grads = e.once(("attention-per-head-grads", cfg, q, k, v, dy, mask),
+                       lambda: per_head_backward(e, cfg, q, k, v, dy, mask, _sibling_wrts(op)))
+        return grads[op.attr("wrt")]
     recompute = e.once(("attention-recompute", cfg, q, k, v, dy, mask),
                        lambda: LoweredRecompute(e, cfg, (q, k, v, mask), dy))
     recompute.e = e  # what is not shared yet is emitted before this op
@@ -342,7 +395,6 @@ def _lower_attention_backward(op: AttentionBackwardOp, e: Emitter, q: SSAValue, 
 #   tdQ = scale (tdS' K + dS' tK) ;  tdK = scale (tdS'^T Q + dS'^T tQ) ;  tdV = tP^T dO + P^T tdO
 # Dropped keys have P = 0 and finite tL, so their tangents are exactly 0.
 
-from collections.abc import Sequence  # noqa: E402
 
 from xdsl.irdl import var_operand_def  # noqa: E402
 
