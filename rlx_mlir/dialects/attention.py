@@ -497,9 +497,12 @@ class Contraction:
                  for expr, size in zip(m.results, shape, strict=True)}
         return [sizes[expr.position] for expr in self.out_map.results]  # type: ignore[attr-defined]
 
-    def emit(self, e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
-        out_shape = self.out_shape(shape_of(a.type), shape_of(b.type))
-        init = e.fill(0.0, out_shape, a.type.element_type)  # type: ignore[attr-defined]
+    def emit(self, e: Emitter, a: SSAValue, b: SSAValue,
+             init: SSAValue | None = None) -> SSAValue:
+        """``init + a * b`` contracted (``init`` defaults to zeros)."""
+        if init is None:
+            out_shape = self.out_shape(shape_of(a.type), shape_of(b.type))
+            init = e.fill(0.0, out_shape, a.type.element_type)  # type: ignore[attr-defined]
         return e.generic([a, b], [init], [self.a_map, self.b_map, self.out_map],
                          self.iterators, lambda s, x, y, acc: s.add(acc, s.mul(x, y)))
 
@@ -689,9 +692,13 @@ def masked_softmax_lowered(e: Emitter, logits: SSAValue) -> SSAValue:
                       lambda s, w, t: s.select(s.cmp("gt", t, 0.0), s.div(w, t), 0.0))
 
 
-def lowered_probs(e: Emitter, ops: GroupedOperands, qk: SSAValue) -> SSAValue:
-    """``P`` [B, Hkv, G, S, S_kv] from ``qk`` = the unscaled ``Q K^T`` contraction."""
-    lengths = (shape_of(ops.q.type)[1], shape_of(ops.k.type)[1])
+def lowered_probs(e: Emitter, ops: GroupedOperands, qk: SSAValue,
+                  lengths: tuple[int, int] | None = None) -> SSAValue:
+    """``P`` [B, Hkv, G, S, S_kv] from ``qk`` = the unscaled ``Q K^T`` contraction.
+    ``lengths`` = (S, S_kv) of the whole attention when ``ops`` holds a block of its rows
+    (the causal offset of row i is then ``S_kv - S``; see :class:`RowBlock`)."""
+    if lengths is None:
+        lengths = (shape_of(ops.q.type)[1], shape_of(ops.k.type)[1])
     return masked_softmax_lowered(e, masked_logits(e, ops, qk, lengths))
 
 
@@ -785,6 +792,78 @@ class HeadTile:
         return self.queries(e, q), self.keys(e, k), self.keys(e, v), self.mask(e, mask)
 
 
+CAUSAL_BLOCKS = 4  # row blocks of a causal head: keys past a block's last row are skipped
+CAUSAL_BLOCK_MIN = 32  # rows per block at least (fewer blocks for short sequences)
+
+
+@dataclass(frozen=True)
+class RowBlock:
+    """Query rows ``[start, stop)`` of one head, which see keys ``[0, keys)`` at most.
+
+    A causal head is cut into up to :data:`CAUSAL_BLOCKS` row blocks and each block's
+    scores, softmax and products only span the keys its last row can see: with 4 blocks
+    of a square causal head, 10/16 of the full square (the rest of ``P`` is exactly 0).
+    Other mask kinds are one block over every key."""
+
+    start: int
+    stop: int
+    keys: int
+
+    @property
+    def rows(self) -> int:
+        return self.stop - self.start
+
+
+def row_blocks(cfg: AttentionConfig, s: int, skv: int) -> list[RowBlock]:
+    """The row blocks of an ``S x S_kv`` head (each static, so each tile is too)."""
+    count = min(CAUSAL_BLOCKS, s // CAUSAL_BLOCK_MIN) if cfg.mask_kind == "causal" else 1
+    if count <= 1:
+        return [RowBlock(0, s, skv)]
+    bounds = sorted({min(s, round(i * s / count / 8) * 8) for i in range(count + 1)} | {0, s})
+    return [RowBlock(a, b, min(skv, max(0, b + skv - s))) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def block_operands(e: Emitter, ops: GroupedOperands, block: RowBlock) -> GroupedOperands:
+    """``ops`` cut to one row block: its query rows, the keys it sees, its mask part."""
+    slice_of = forall_builders().slice_of
+    b, s, hkv, g, d = shape_of(ops.q.type)
+    if block.rows == s and block.keys == shape_of(ops.k.type)[1]:
+        return ops
+    q = slice_of(e, ops.q, [0, block.start, 0, 0, 0], [b, block.rows, hkv, g, d])
+    k = slice_of(e, ops.k, [0, 0, 0, 0], [b, block.keys, hkv, d])
+    v = slice_of(e, ops.v, [0, 0, 0, 0], [b, block.keys, hkv, d])
+    mask = ops.mask
+    if mask is not None and ops.cfg.mask_kind == "bias":
+        mask = slice_of(e, mask, [0, 0, 0, block.start, 0], [b, hkv, g, block.rows, block.keys])
+    elif mask is not None:
+        mask = slice_of(e, mask, [0, 0], [b, block.keys])
+    return GroupedOperands(ops.cfg, q, k, v, mask)
+
+
+def head_forward(e: Emitter, ops: GroupedOperands,
+                 with_probs: bool) -> tuple[SSAValue, SSAValue | None]:
+    """(output [1, S, G*D], ``P`` [1, 1, G, S, S_kv] or None) of one kv head's group,
+    row block by row block."""
+    insert = forall_builders().insert_at_unless_whole
+    b, s, hkv, g, d = shape_of(ops.q.type)
+    skv = shape_of(ops.k.type)[1]
+    dtype = ops.q.type.element_type  # type: ignore[attr-defined]
+    out = e.empty([b, s, hkv * g * d], dtype)
+    probs = e.fill(0.0, [b, hkv, g, s, skv], dtype) if with_probs else None
+    for block in row_blocks(ops.cfg, s, skv):
+        if block.keys == 0:  # rows that see no key output 0
+            out = insert(e, e.fill(0.0, [b, block.rows, hkv * g * d], dtype), out,
+                         [0, block.start, 0])
+            continue
+        part = block_operands(e, ops, block)
+        p = lowered_probs(e, part, SCORES_CONTRACTION.emit(e, part.q, part.k), (s - block.start, skv))
+        o = merge_groups(e, KEYS_CONTRACTION.emit(e, p, part.v), GROUPED_HEADS)
+        out = insert(e, o, out, [0, block.start, 0])
+        if probs is not None:
+            probs = insert(e, p, probs, [0, 0, 0, block.start, 0])
+    return out, probs
+
+
 def probs_shape(cfg: AttentionConfig, q: SSAValue, k: SSAValue) -> list[int]:
     """``[B, Hkv, G, S, S_kv]``."""
     (b, s, _), (_, skv, _) = shape_of(q.type), shape_of(k.type)
@@ -803,8 +882,7 @@ def per_head_forward(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue,
     def body(t: Emitter, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list]]:
         tile = HeadTile.at(t, cfg, ivs)
         ops = GroupedOperands.of(t, head_config(cfg), *tile.operands(t, q, k, v, mask))
-        probs = lowered_probs(t, ops, SCORES_CONTRACTION.emit(t, ops.q, ops.k))
-        out = merge_groups(t, KEYS_CONTRACTION.emit(t, probs, ops.v), GROUPED_HEADS)
+        out, probs = head_forward(t, ops, with_probs)
         tiles = [(out, tile.query_offsets())]
         return tiles + [(probs, tile.probs_offsets())] if with_probs else tiles
 

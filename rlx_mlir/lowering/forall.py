@@ -39,10 +39,12 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     region_def,
+    traits_def,
     var_operand_def,
     var_result_def,
 )
 from xdsl.rewriter import InsertPoint
+from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.hints import isa
 
 from rlx_mlir.lowering.emitter import Emitter
@@ -79,6 +81,8 @@ class InParallelOp(IRDLOperation):
     name = "scf.forall.in_parallel"
 
     body = region_def("single_block")
+
+    traits = traits_def(IsTerminator(), NoTerminator())
 
 
 @irdl_op_definition
@@ -121,6 +125,31 @@ def slice_of(e: Emitter, x: SSAValue, offsets: Sequence[Index], sizes: Sequence[
     assert isa(x.type, TensorType[Attribute])
     result = TensorType(x.type.element_type, list(sizes))
     return e.emit(tensor.ExtractSliceOp(x, list(offsets), list(sizes), [1] * len(sizes), result))
+
+
+def insert_at(e: Emitter, tile: SSAValue, dest: SSAValue, offsets: Sequence[Index]) -> SSAValue:
+    """``tensor.insert_slice tile into dest[offsets] [tile's shape] [1, ...]``."""
+    assert isa(tile.type, TensorType[Attribute])
+    sizes = list(tile.type.get_shape())
+    static, dynamic = _split_offsets(offsets)
+    return e.emit(tensor.InsertSliceOp.get(tile, dest, sizes, static, [1] * len(sizes),
+                                           offsets=dynamic))
+
+
+def slice_unless_whole(e: Emitter, x: SSAValue, offsets: Sequence[Index],
+                       sizes: Sequence[int]) -> SSAValue:
+    """:func:`slice_of`, or ``x`` itself when the slice is all of it."""
+    if list(sizes) == list(x.type.get_shape()):  # type: ignore[attr-defined]
+        return x
+    return slice_of(e, x, offsets, sizes)
+
+
+def insert_at_unless_whole(e: Emitter, tile: SSAValue, dest: SSAValue,
+                           offsets: Sequence[Index]) -> SSAValue:
+    """:func:`insert_at`, or ``tile`` itself when it covers all of ``dest``."""
+    if tile.type == dest.type:
+        return tile
+    return insert_at(e, tile, dest, offsets)
 
 
 TileBody = Callable[[Emitter, Sequence[SSAValue]], Sequence[tuple[SSAValue, Sequence[Index]]]]

@@ -147,3 +147,33 @@ def test_grad_of_attention_loss_jit_matches_interpreter(case, dtype, rng):
     grad = rlx.grad_with_loss(b.module)
     seed = np.ones((), NP[dtype])
     assert_jit_matches_interpreter(b.module, grad.sym_name.data, [*arrays, seed], dtype)
+
+
+BLOCKED_CASES = [  # causal heads of >= 64 rows are lowered in row blocks (attention.RowBlock)
+    (Case("blocked_square_gqa2", 2, 64, 64, 4, 2, 4, CAUSAL), "f32"),
+    (Case("blocked_uneven_softcap", 1, 72, 72, 2, 2, 3, {**CAUSAL, "softcap": 2.0}), "f64"),
+    (Case("blocked_s_gt_skv", 1, 128, 40, 2, 1, 2, CAUSAL), "f64"),  # first blocks see no key
+    (Case("blocked_s_lt_skv", 2, 64, 100, 1, 1, 4, CAUSAL), "f64"),
+]
+
+
+@pytest.mark.parametrize(("case", "dtype"), BLOCKED_CASES, ids=lambda c: getattr(c, "id", c))
+def test_causal_row_blocks_match_interpreter(case, dtype, rng):
+    """Forward, every gradient alone, and the shared forward + gradients of a loss."""
+    from rlx_mlir.dialects.attention import AttentionConfig, row_blocks
+
+    cfg = AttentionConfig.from_attrs(case.all_attrs)
+    assert len(row_blocks(cfg, case.q_len, case.kv_len)) > 1
+    check_case(case, dtype, case.wrts, rng)
+    test_grad_of_attention_loss_jit_matches_interpreter(case, dtype, rng)
+
+
+def test_row_blocks_cover_rows_and_skip_unseen_keys():
+    from rlx_mlir.dialects.attention import AttentionConfig, RowBlock, row_blocks
+
+    causal = AttentionConfig(2, 2, 4, "causal")
+    assert row_blocks(causal, 256, 256) == [RowBlock(0, 64, 64), RowBlock(64, 128, 128),
+                                            RowBlock(128, 192, 192), RowBlock(192, 256, 256)]
+    assert row_blocks(causal, 128, 40)[0] == RowBlock(0, 32, 0)  # rows 0..87 see no key
+    assert row_blocks(causal, 40, 40) == [RowBlock(0, 40, 40)]
+    assert row_blocks(AttentionConfig(2, 2, 4, "none"), 256, 256) == [RowBlock(0, 256, 256)]

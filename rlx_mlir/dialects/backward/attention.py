@@ -223,12 +223,14 @@ from rlx_mlir.dialects.attention import (  # noqa: E402
     SCORES_CONTRACTION,
     GroupedOperands,
     HeadTile,
+    block_operands,
     forall_builders,
     head_config,
     lowered_probs,
     lowers_per_head,
     merge_groups,
     probs_shape,
+    row_blocks,
     row_reduce,
     same_attention,
     scaled_scores,
@@ -338,6 +340,58 @@ def _sibling_wrts(op: AttentionBackwardOp) -> list[str]:
     return list(dict.fromkeys(wrts))
 
 
+def head_backward(e: Emitter, ops: GroupedOperands, dy: SSAValue, probs: SSAValue,
+                  wrts: Sequence[str]) -> dict[str, SSAValue]:
+    """The gradients ``wrts`` of one kv head's group (``dy`` [1, S, G*D], ``probs``
+    [1, 1, G, S, S_kv]), row block by row block (:class:`RowBlock`): dq rows per block,
+    dk and dv summed over the blocks into the keys each block sees."""
+    fb = forall_builders()
+    b, s, hkv, g, d = shape_of(ops.q.type)
+    skv = shape_of(ops.k.type)[1]
+    dtype = ops.q.type.element_type  # type: ignore[attr-defined]
+    inits = {"q": lambda: e.empty([b, s, hkv * g * d], dtype),
+             "k": lambda: e.fill(0.0, [b, skv, hkv, d], dtype),
+             "v": lambda: e.fill(0.0, [b, skv, hkv, d], dtype),
+             "bias": lambda: e.empty([b, hkv * g, s, skv], dtype)}
+    grads = {w: inits[w]() for w in wrts}
+    for block in row_blocks(ops.cfg, s, skv):
+        if block.keys == 0:  # rows that see no key: dq = 0 there, nothing else
+            if "q" in grads:
+                zeros = e.fill(0.0, [b, block.rows, hkv * g * d], dtype)
+                grads["q"] = fb.insert_at_unless_whole(e, zeros, grads["q"], [0, block.start, 0])
+            continue
+        part = block_operands(e, ops, block)
+        qk = SCORES_CONTRACTION.emit(e, part.q, part.k) if ops.cfg.softcap is not None else None
+        p = fb.slice_unless_whole(e, probs, [0, 0, 0, block.start, 0],
+                                  [b, hkv, g, block.rows, block.keys])
+        rows = fb.slice_unless_whole(e, dy, [0, block.start, 0], [b, block.rows, hkv * g * d])
+        r = LoweredRecompute(e, ops.cfg, (part.q, part.k, part.v, part.mask), rows,
+                             (part, qk, p))
+        if "q" in wrts:
+            grads["q"] = fb.insert_at_unless_whole(e, LOWERED_GRADIENTS["q"](r), grads["q"], [0, block.start, 0])
+        if "k" in wrts:
+            grads["k"] = _accumulate_keys(e, r.scaled_d_scores, part.q, grads["k"], block.keys)
+        if "v" in wrts:
+            grads["v"] = _accumulate_keys(e, r.probs, r.dy, grads["v"], block.keys)
+        if "bias" in wrts:
+            grads["bias"] = fb.insert_at_unless_whole(e, LOWERED_GRADIENTS["bias"](r), grads["bias"],
+                                         [0, 0, block.start, 0])
+    for w in ("k", "v"):
+        if w in grads:
+            grads[w] = merge_groups(e, grads[w], KV_HEADS)
+    return grads
+
+
+def _accumulate_keys(e: Emitter, scores: SSAValue, rows: SSAValue, acc: SSAValue,
+                     keys: int) -> SSAValue:
+    """``acc[:, :keys] += scores^T rows`` summed over the group (dk, dv of one block)."""
+    fb = forall_builders()
+    b, _, hkv, d = shape_of(acc.type)
+    part = fb.slice_unless_whole(e, acc, [0, 0, 0, 0], [b, keys, hkv, d])
+    summed = QUERIES_CONTRACTION.emit(e, scores, rows, part)
+    return fb.insert_at_unless_whole(e, summed, acc, [0, 0, 0, 0])
+
+
 def per_head_backward(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue,
                       v: SSAValue, dy: SSAValue, mask: SSAValue | None,
                       wrts: Sequence[str]) -> dict[str, SSAValue]:
@@ -353,14 +407,12 @@ def per_head_backward(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue
 
     def body(t: Emitter, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list]]:
         tile = HeadTile.at(t, cfg, ivs)
-        operands = tile.operands(t, q, k, v, mask)
-        ops = GroupedOperands.of(t, head_config(cfg), *operands)
-        qk = SCORES_CONTRACTION.emit(t, ops.q, ops.k) if cfg.softcap is not None else None
+        ops = GroupedOperands.of(t, head_config(cfg), *tile.operands(t, q, k, v, mask))
         p = forall_builders().slice_of(t, probs, tile.probs_offsets(), slices)
-        r = LoweredRecompute(t, head_config(cfg), operands, tile.queries(t, dy), (ops, qk, p))
+        grads = head_backward(t, ops, tile.queries(t, dy), p, wrts)
         offsets = {"q": tile.query_offsets, "k": tile.kv_offsets, "v": tile.kv_offsets,
                    "bias": lambda: tile.bias_offsets(t)}
-        return [(LOWERED_GRADIENTS[w](r), offsets[w]()) for w in wrts]
+        return [(grads[w], offsets[w]()) for w in wrts]
 
     results = forall_builders().forall(e, [shape_of(q.type)[0], cfg.num_kv_heads], inits, body)
     return dict(zip(wrts, results, strict=True))
