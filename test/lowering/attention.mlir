@@ -193,27 +193,27 @@ func.func @grad_bias(%q: tensor<1x3x16xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1
   func.return %d : tensor<1x4x3x5xf32>
 }
 
-// Causal S = S_kv = 64: two row blocks. Rows 0..31 see keys 0..31 only: their scores are
-// [1, 1, 1, 32, 32] (the block's causal offset: abs_q = index 3 + 32 - 64 + 64 - 32 = i);
-// rows 32..63 see all 64 keys. Each block's output rows and P rows are inserted in place.
+// Causal S = S_kv = 256: two row blocks. Rows 0..127 see keys 0..127 only: their scores
+// are [1, 1, 1, 128, 128] (causal offset 0); rows 128..255 see all 256 keys (offset 128).
+// Each block's output rows and P rows are inserted in place.
 // CHECK-LABEL: func.func @causal_blocks
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x1x32x32xf32>)
-// CHECK: %[[O0:.*]] = tensor.collapse_shape %{{.*}} : tensor<1x32x1x1x16xf32> into tensor<1x32x16xf32>
-// CHECK: %[[OUT0:.*]] = tensor.insert_slice %[[O0]] into %{{.*}}[0, 0, 0] [1, 32, 16] [1, 1, 1] : tensor<1x32x16xf32> into tensor<1x64x16xf32>
-// CHECK: %[[P0:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 0, 0, 0] [1, 1, 1, 32, 32] [1, 1, 1, 1, 1] : tensor<1x1x1x32x32xf32> into tensor<1x1x1x64x64xf32>
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x1x32x64xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x1x128x128xf32>)
+// CHECK: %[[O0:.*]] = tensor.collapse_shape %{{.*}} : tensor<1x128x1x1x16xf32> into tensor<1x128x16xf32>
+// CHECK: %[[OUT0:.*]] = tensor.insert_slice %[[O0]] into %{{.*}}[0, 0, 0] [1, 128, 16] [1, 1, 1] : tensor<1x128x16xf32> into tensor<1x256x16xf32>
+// CHECK: %[[P0:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 0, 0, 0] [1, 1, 1, 128, 128] [1, 1, 1, 1, 1] : tensor<1x1x1x128x128xf32> into tensor<1x1x1x256x256xf32>
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x1x128x256xf32>)
 // CHECK: %[[KEY:.*]] = linalg.index 4 : index
 // CHECK: %[[QUERY:.*]] = linalg.index 3 : index
 // CHECK: %[[QI:.*]] = arith.index_cast %[[QUERY]] : index to i64
-// CHECK: %[[OFF:.*]] = arith.constant 32 : i64
+// CHECK: %[[OFF:.*]] = arith.constant 128 : i64
 // CHECK: arith.addi %[[QI]], %[[OFF]] : i64
-// CHECK: tensor.insert_slice %{{.*}} into %[[OUT0]][0, 32, 0] [1, 32, 16]
-// CHECK: tensor.insert_slice %{{.*}} into %[[P0]][0, 0, 0, 32, 0] [1, 1, 1, 32, 64]
-// The gradients: dk and dv of the first block only cover its 32 keys.
-// CHECK: %[[DK:.*]] = linalg.fill {{.*}} -> tensor<1x64x1x16xf32>
-// CHECK: tensor.extract_slice %[[DK]][0, 0, 0, 0] [1, 32, 1, 16]
-func.func @causal_blocks(%q: tensor<1x64x16xf32>, %k: tensor<1x64x16xf32>, %v: tensor<1x64x16xf32>, %dy: tensor<1x64x16xf32>) -> (tensor<1x64x16xf32>, tensor<1x64x16xf32>) {
-  %o = rlx.attention %q, %k, %v {num_heads = 1 : i64, head_dim = 16 : i64, mask_kind = "causal"} : (tensor<1x64x16xf32>, tensor<1x64x16xf32>, tensor<1x64x16xf32>) -> tensor<1x64x16xf32>
-  %dk = rlx.attention_backward %q, %k, %v, %dy {num_heads = 1 : i64, head_dim = 16 : i64, mask_kind = "causal", wrt = "k"} : (tensor<1x64x16xf32>, tensor<1x64x16xf32>, tensor<1x64x16xf32>, tensor<1x64x16xf32>) -> tensor<1x64x16xf32>
-  func.return %o, %dk : tensor<1x64x16xf32>, tensor<1x64x16xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %[[OUT0]][0, 128, 0] [1, 128, 16]
+// CHECK: tensor.insert_slice %{{.*}} into %[[P0]][0, 0, 0, 128, 0] [1, 1, 1, 128, 256]
+// The gradients: dk of the first block only covers its 128 keys.
+// CHECK: %[[DK:.*]] = linalg.fill {{.*}} -> tensor<1x256x1x16xf32>
+// CHECK: tensor.extract_slice %[[DK]][0, 0, 0, 0] [1, 128, 1, 16]
+func.func @causal_blocks(%q: tensor<1x256x16xf32>, %k: tensor<1x256x16xf32>, %v: tensor<1x256x16xf32>, %dy: tensor<1x256x16xf32>) -> (tensor<1x256x16xf32>, tensor<1x256x16xf32>) {
+  %o = rlx.attention %q, %k, %v {num_heads = 1 : i64, head_dim = 16 : i64, mask_kind = "causal"} : (tensor<1x256x16xf32>, tensor<1x256x16xf32>, tensor<1x256x16xf32>) -> tensor<1x256x16xf32>
+  %dk = rlx.attention_backward %q, %k, %v, %dy {num_heads = 1 : i64, head_dim = 16 : i64, mask_kind = "causal", wrt = "k"} : (tensor<1x256x16xf32>, tensor<1x256x16xf32>, tensor<1x256x16xf32>, tensor<1x256x16xf32>) -> tensor<1x256x16xf32>
+  func.return %o, %dk : tensor<1x256x16xf32>, tensor<1x256x16xf32>
 }

@@ -157,8 +157,17 @@ BLOCKED_CASES = [  # causal heads of >= 64 rows are lowered in row blocks (atten
 ]
 
 
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Row blocks from 32 rows and up to 4 of them (production: see attention.py)."""
+    from rlx_mlir.dialects import attention
+
+    monkeypatch.setattr(attention, "CAUSAL_BLOCKS", 4)
+    monkeypatch.setattr(attention, "CAUSAL_BLOCK_MIN", 32)
+
+
 @pytest.mark.parametrize(("case", "dtype"), BLOCKED_CASES, ids=lambda c: getattr(c, "id", c))
-def test_causal_row_blocks_match_interpreter(case, dtype, rng):
+def test_causal_row_blocks_match_interpreter(case, dtype, rng, small_blocks):
     """Forward, every gradient alone, and the shared forward + gradients of a loss."""
     from rlx_mlir.dialects.attention import AttentionConfig, row_blocks
 
@@ -168,7 +177,7 @@ def test_causal_row_blocks_match_interpreter(case, dtype, rng):
     test_grad_of_attention_loss_jit_matches_interpreter(case, dtype, rng)
 
 
-def test_row_blocks_cover_rows_and_skip_unseen_keys():
+def test_row_blocks_cover_rows_and_skip_unseen_keys(small_blocks):
     from rlx_mlir.dialects.attention import AttentionConfig, RowBlock, row_blocks
 
     causal = AttentionConfig(2, 2, 4, "causal")
@@ -177,3 +186,11 @@ def test_row_blocks_cover_rows_and_skip_unseen_keys():
     assert row_blocks(causal, 128, 40)[0] == RowBlock(0, 32, 0)  # rows 0..87 see no key
     assert row_blocks(causal, 40, 40) == [RowBlock(0, 40, 40)]
     assert row_blocks(AttentionConfig(2, 2, 4, "none"), 256, 256) == [RowBlock(0, 256, 256)]
+
+
+def test_production_row_blocks():
+    from rlx_mlir.dialects.attention import AttentionConfig, RowBlock, row_blocks
+
+    causal = AttentionConfig(4, 4, 64, "causal")
+    assert row_blocks(causal, 256, 256) == [RowBlock(0, 128, 128), RowBlock(128, 256, 256)]
+    assert row_blocks(causal, 128, 128) == [RowBlock(0, 128, 128)]
