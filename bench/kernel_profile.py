@@ -128,12 +128,14 @@ def main(argv: list[str] | None = None) -> int:
         for (i, t0), (_, t1) in zip(STAMPS, STAMPS[1:], strict=False):
             per_op[i].append((t1 - t0) / 1e6)
     rows = sorted(((float(np.median(ts)), LABELS[i], i) for i, ts in per_op.items()), reverse=True)
+    spread = {i: (min(ts), max(ts)) for i, ts in per_op.items()}
     marked = sum(r[0] for r in rows)
     print(f"step {np.median(totals):.2f} ms (median of {args.calls}), "
           f"{marked:.2f} ms between marks, {len(rows)} kernels; "
           f"{np.median(before):.2f} ms before the first, {np.median(after):.2f} after the last")
     for t, label, i in rows[: args.top]:
-        print(f"{t:8.3f} ms {100 * t / marked:5.1f}%  #{i:<3d} {label}")
+        low, high = spread[i]
+        print(f"{t:8.3f} ms {100 * t / marked:5.1f}%  ({low:.2f}-{high:.2f})  #{i:<3d} {label}")
     by_kind: dict[str, float] = defaultdict(float)
     for t, label, _ in rows:
         by_kind[label.split(" ")[0].split("[")[0]] += t

@@ -88,8 +88,9 @@ def _machine(data: dict[str, Any]) -> str:
         ["CPU (lscpu)", f"{meta['cpu_model']} ({meta['hypervisor'] or 'bare metal'} guest)"],
         ["physical cores", f"{meta['physical_cores']} ({meta['threads_per_core']} thread/core)"],
         ["caches", caches],
-        ["f32 peak", f"{NOMINAL_PEAK_PER_CORE} GFLOP/s per core nominal (2 FMA x 16 lanes x 2 "
-                     f"flop x 2.8 GHz), ~{MEASURED_PEAK_PER_CORE:.0f} measured; "
+        ["f32 peak", f"{NOMINAL_PEAK_PER_CORE} GFLOP/s per core (Zen 4: AVX-512 on two 256-bit "
+                     f"FMA pipes = 32 flop/cycle at ~3.67 GHz; an FMA-throughput loop measures "
+                     f"{MEASURED_PEAK_PER_CORE:.1f} with zmm or ymm); "
                      f"{NOMINAL_PEAK_PER_CORE * meta['physical_cores']:.1f} for all cores"],
         ["OpenBLAS policy env (left as is)", policy],
         ["load average 1/5/15 min (start → end)",
@@ -127,7 +128,11 @@ def _method(data: dict[str, Any]) -> str:
   `jax.value_and_grad`. A training step returns the loss and all parameter gradients
   (no optimizer update).
 * A table cell `error` is a failed cell (see the notes); `—` is a cell not run.
-* Ratios are rlx time / peer time: below 1 rlx is faster."""
+* Ratios are rlx time / peer time: below 1 rlx is faster.
+* Where rlx's time goes (not part of the run): `.venv/bin/python bench/kernel_profile.py
+  transformer` times each kernel inside the compiled step (a callback mark before every
+  top-level linalg op / loop); `bench/op_profile.py transformer` compiles and times every
+  rlx op of the gradient alone."""
 
 
 def _workload_section(cells: list[dict], workload: str) -> str:
@@ -140,7 +145,7 @@ def _workload_section(cells: list[dict], workload: str) -> str:
             f"`{RUN} --only {workload} --peers rlx --threads 1`.",
             "Median ms (min–max):", time_table(cells, workload)]
     if workload == "gemm":
-        text += ["GFLOP/s (fraction of the nominal peak of the cores in use):",
+        text += ["GFLOP/s (fraction of the peak of the cores in use):",
                  gflops_table(cells)]
     text += ["Ratio rlx / peer (median times):", ratio_table(cells, workload)]
     return "\n\n".join(text)

@@ -730,6 +730,13 @@ def forall_builders():
     return module
 
 
+def head_chunks() -> int:
+    """Parallel tasks of a per-head loop: one per thread (``RLX_NUM_THREADS``)."""
+    from rlx_mlir.lowering.schedules import num_threads
+
+    return num_threads()
+
+
 def lowers_per_head(op: RlxOp) -> bool:
     """True when ``op`` sits directly in a function body (not a scan or control region:
     those keep the whole-tensor lowering, one thread split per iteration being too fine)."""
@@ -890,7 +897,8 @@ def per_head_forward(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue,
         tiles = [(out, tile.query_offsets())]
         return tiles + [(probs, tile.probs_offsets())] if with_probs else tiles
 
-    results = forall_builders().forall(e, [shape_of(q.type)[0], cfg.num_kv_heads], inits, body)
+    results = forall_builders().chunked_forall(
+        e, head_chunks(), [shape_of(q.type)[0], cfg.num_kv_heads], inits, body)
     return results[0], (results[1] if with_probs else None)
 
 

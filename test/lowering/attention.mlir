@@ -7,7 +7,8 @@
 // [B, Hkv, G, S, S_kv] when gradient ops of the same attention follow; their forall reads
 // it. Causal heads of >= 64 rows are cut into row blocks that skip the keys no row of the
 // block sees (@causal_blocks).
-// RUN: rlx-opt %s --lower-to-linalg | FileCheck %s
+// RUN: env RLX_NUM_THREADS=1 rlx-opt %s --lower-to-linalg | FileCheck %s
+// RUN: env RLX_NUM_THREADS=2 rlx-opt %s --lower-to-linalg | FileCheck %s --check-prefix=CHUNK
 // RUN: rlx-opt %s --lower-to-linalg | FileCheck %s --check-prefix=NORLX
 // RUN: rlx-opt %s --lower-to-llvm | mlir-opt | FileCheck %s --check-prefix=LLVM
 
@@ -59,6 +60,18 @@
 // no gradient op in the block: P is not written out
 // CHECK-NOT: "tensor.parallel_insert_slice"
 // CHECK: func.return
+// With 2 threads the (batch, kv head) space is 2 parallel tasks (one per thread), each an
+// scf.for over its batch row's kv heads; a task's rows go in with one parallel insert.
+// CHUNK-LABEL: func.func @gqa_causal
+// CHUNK: "scf.forall"(%{{.*}}) <{staticLowerBound = array<i64: 0>, staticUpperBound = array<i64: 2>, staticStep = array<i64: 1>
+// CHUNK: %[[PART:.*]] = tensor.empty() : tensor<1x3x32xf32>
+// CHUNK: %[[ROWS:.*]] = scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[PART]]) -> (tensor<1x3x32xf32>)
+// CHUNK: arith.divui %[[I]]
+// CHUNK: arith.remui %[[I]]
+// CHUNK: tensor.extract_slice %q
+// CHUNK: %[[NEXT:.*]] = tensor.insert_slice %{{.*}} into %[[ACC]][%{{.*}}, 0, %{{.*}}] [1, 3, 16] [1, 1, 1] : tensor<1x3x16xf32> into tensor<1x3x32xf32>
+// CHUNK: scf.yield %[[NEXT]]
+// CHUNK: "tensor.parallel_insert_slice"(%[[ROWS]], %{{.*}}, %{{.*}}) <{static_offsets = array<i64: -9223372036854775808, 0, 0>, static_sizes = array<i64: 1, 3, 32>
 // LLVM-LABEL: llvm.func @gqa_causal
 // LLVM: llvm.intr.exp
 func.func @gqa_causal(%q: tensor<2x3x32xf32>, %k: tensor<2x5x16xf32>, %v: tensor<2x5x16xf32>) -> tensor<2x3x32xf32> {

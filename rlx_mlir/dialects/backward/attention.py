@@ -225,6 +225,7 @@ from rlx_mlir.dialects.attention import (  # noqa: E402
     HeadTile,
     block_operands,
     forall_builders,
+    head_chunks,
     head_config,
     lowered_probs,
     lowers_per_head,
@@ -414,7 +415,8 @@ def per_head_backward(e: Emitter, cfg: AttentionConfig, q: SSAValue, k: SSAValue
                    "bias": lambda: tile.bias_offsets(t)}
         return [(grads[w], offsets[w]()) for w in wrts]
 
-    results = forall_builders().forall(e, [shape_of(q.type)[0], cfg.num_kv_heads], inits, body)
+    results = forall_builders().chunked_forall(
+        e, head_chunks(), [shape_of(q.type)[0], cfg.num_kv_heads], inits, body)
     return dict(zip(wrts, results, strict=True))
 
 
