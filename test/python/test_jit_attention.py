@@ -194,3 +194,12 @@ def test_production_row_blocks():
     causal = AttentionConfig(4, 4, 64, "causal")
     assert row_blocks(causal, 256, 256) == [RowBlock(0, 128, 128), RowBlock(128, 256, 256)]
     assert row_blocks(causal, 128, 128) == [RowBlock(0, 128, 128)]
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_per_head_loop_any_thread_count(threads, monkeypatch, rng):
+    """The per-head loop single-threaded (a plain loop), chunked over 2 threads (batch 4),
+    and as one task per head when the thread count does not divide the batch (3)."""
+    monkeypatch.setenv("RLX_NUM_THREADS", threads)
+    case = Case(f"threads_{threads}", 4, 6, 7, 4, 2, 3, CAUSAL)
+    test_grad_of_attention_loss_jit_matches_interpreter(case, "f64", rng)
