@@ -87,7 +87,7 @@ def _fast_pipeline() -> list[Stage]:
         Stage("loops", "scf-forall-to-for,canonicalize,cse,convert-vector-to-scf{full-unroll=true},"
               + _LOOPS),
         Stage("math", _MATH),
-        Stage("llvm", "convert-vector-to-llvm," + _LLVM),
+        Stage("llvm", "convert-vector-to-llvm{reassociate-fp-reductions=true}," + _LLVM),
         Stage("outlined", "python:noinline-parallel-bodies", S.keep_parallel_bodies_outlined),
     ]
 
