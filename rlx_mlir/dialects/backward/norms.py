@@ -509,13 +509,17 @@ def norm_input_grad(e: Any, x: SSAValue, gamma: SSAValue, dy: SSAValue, axes: li
     stats = inverse_stats(e, x, axes, eps, centered)
     count, dtype = count_of(shape_of(x.type), axes), element_of(x)
 
-    def sums(s: Any, xv: Any, dyv: Any, g: Any, *rest: Any) -> list[Any]:
-        stat, accs = rest[: len(stats)], rest[len(stats):]
-        gg = s.mul(dyv, g)
-        new = [s.add(accs[-1], s.mul(gg, x_hat(s, xv, *stat)))]
-        return [s.add(accs[0], gg), *new] if centered else new
+    def sum_g(s: Any, xv: Any, dyv: Any, g: Any, *rest: Any) -> Any:
+        return s.add(rest[-1], s.mul(dyv, g))
 
-    totals = fold(e, [x, dy, gamma, *stats], axes, [0.0] * (1 + centered), sums)
+    def sum_g_x_hat(s: Any, xv: Any, dyv: Any, g: Any, *rest: Any) -> Any:
+        stat, acc = rest[: len(stats)], rest[-1]
+        return s.add(acc, s.mul(s.mul(dyv, g), x_hat(s, xv, *stat)))
+
+    # one reduction per total: a two-result reduction is not vectorized (the scalar loop
+    # took 0.42 ms on [8, 256, 256]; two vectorized passes take ~0.1)
+    terms = [sum_g, sum_g_x_hat] if centered else [sum_g_x_hat]
+    totals = [fold(e, [x, dy, gamma, *stats], axes, [0.0], term)[0] for term in terms]
     means = [e.elementwise([t], dtype, lambda s, t: s.div(t, count)) for t in totals]
 
     def grad(s: Any, xv: Any, dyv: Any, g: Any, *rest: Any) -> Any:
