@@ -168,10 +168,13 @@ func.func @rope(%x: tensor<1x3x8xf32>, %c: tensor<3x2xf32>, %s: tensor<3x2xf32>)
   func.return %y, %dx : tensor<1x3x8xf32>, tensor<1x3x8xf32>
 }
 
-// Layer/RMS norm backward: dx from one two-accumulator reduction (sum g, sum g * x_hat;
-// RMS: only the latter) and a parallel pass; dgamma reduces the rows (reduction, parallel).
+// Layer/RMS norm backward: dx from two single-result row reductions (sum g, sum g * x_hat;
+// RMS: only the latter; one result each, so both vectorize) and a parallel pass; dgamma
+// reduces the rows (reduction, parallel).
 // CHECK-LABEL: func.func @norm_backward
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x, %dy, %g
+// CHECK: %[[SG:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x, %dy, %g, %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x1xf32>, tensor<4x1xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: %[[SGX:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x, %dy, %g, %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x1xf32>, tensor<4x1xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK-NOT: -> (tensor<4xf32>, tensor<4xf32>)
 // CHECK: %dx = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
 // CHECK: %dg = linalg.generic {{.*}} affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%x, %dy
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x, %dy, %g
