@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["RLX_CACHE_DIR"] = "off"
     _install()
     from common import model_dims, model_inputs
+    from op_profile import print_by_kind
     from peer_rlx import compile_step, step_callable
 
     dims = model_dims(args.workload, quick=False)
@@ -136,12 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     for t, label, i in rows[: args.top]:
         low, high = spread[i]
         print(f"{t:8.3f} ms {100 * t / marked:5.1f}%  ({low:.2f}-{high:.2f})  #{i:<3d} {label}")
-    by_kind: dict[str, float] = defaultdict(float)
-    for t, label, _ in rows:
-        by_kind[label.split(" ")[0].split("[")[0]] += t
-    print("by kind:")
-    for kind, t in sorted(by_kind.items(), key=lambda kv: -kv[1]):
-        print(f"{t:8.3f} ms {100 * t / marked:5.1f}%  {kind}")
+    print_by_kind([(label.split(" ")[0].split("[")[0], t) for t, label, _ in rows])
     return 0
 
 

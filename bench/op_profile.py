@@ -98,16 +98,22 @@ def main(argv: list[str] | None = None) -> int:
     grad = rlx.grad_with_loss(module, ENTRIES[args.workload])
     rows = profile(module, grad.sym_name.data, args.seconds)
     total = sum(r[0] for r in rows)
-    by_kind: dict[str, float] = defaultdict(float)
-    for t, _, label in rows:
-        by_kind[label.split(" ")[0]] += t
     print(f"{len(rows)} ops, sum {total * 1e3:.1f} ms, compile sum {sum(r[1] for r in rows):.1f} s")
     for t, c, label in sorted(rows, reverse=True)[: args.top]:
         print(f"{t * 1e3:9.3f} ms {100 * t / total:5.1f}%  compile {c:5.2f}s  {label}")
-    print("by op kind:")
-    for kind, t in sorted(by_kind.items(), key=lambda kv: -kv[1]):
-        print(f"{t * 1e3:9.3f} ms {100 * t / total:5.1f}%  {kind}")
+    print_by_kind([(label.split(" ")[0], t * 1e3) for t, _, label in rows])
     return 0
+
+
+def print_by_kind(kinds_ms: list[tuple[str, float]]) -> None:
+    """Milliseconds and shares summed per kind, largest first."""
+    by_kind: dict[str, float] = defaultdict(float)
+    for kind, ms in kinds_ms:
+        by_kind[kind] += ms
+    total = sum(by_kind.values())
+    print("by kind:")
+    for kind, ms in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+        print(f"{ms:9.3f} ms {100 * ms / total:5.1f}%  {kind}")
 
 
 if __name__ == "__main__":

@@ -572,22 +572,29 @@ def _memref_shape(value) -> list[int] | None:
     return list(t.shape) if t.has_static_shape else None
 
 
+def ops_named(module, name: str) -> list:
+    """Every op called ``name`` in ``module`` (upstream bindings), in walk order."""
+    from mlir import ir
+
+    found = []
+
+    def visit(op):
+        o = op.operation if hasattr(op, "operation") else op
+        if o.name == name:
+            found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 def apply_bufferize(module) -> None:
     """One-shot bufferization (copies as ``linalg.copy``), then vectorize those copies."""
     from mlir import ir
 
     _run_script(module, _BUFFERIZE)
-    copies = []
-
-    def visit(op):
-        o = op.operation if hasattr(op, "operation") else op
-        if o.name == "linalg.copy":
-            copies.append(o)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     fragments = []
-    for op in copies:
+    for op in ops_named(module, "linalg.copy"):
         shape = _memref_shape(op.operands[0])
         if not shape or _memref_shape(op.operands[1]) != shape or 0 in shape:
             continue
@@ -620,17 +627,8 @@ def heap_parallel_temporaries(module) -> int:
     from mlir import ir
     from mlir.dialects import memref
 
-    loops = []
-
-    def visit(op):
-        o = op.operation if hasattr(op, "operation") else op
-        if o.name == "scf.forall":
-            loops.append(o)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     moved = 0
-    for loop in loops:
+    for loop in ops_named(module, "scf.forall"):
         ops = list(loop.regions[0].blocks[0].operations)
         for op in ops:
             if op.name != "memref.alloca" or len(op.operands):
