@@ -360,15 +360,22 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int) -> str | None:
     a_loops = 1 if nr < n_part else 0
     b_loops = sum(1 for s in (nr < n_part, mr < m_part, tile_m) if s) if a_loops else 0
     nofold = 1 if a_loops else 0
+    nest = sum(1 for t in (p["fdim"] >= 0, tile_n, tile_k, tile_m, mr < m_part, nr < n_part) if t)
     text += f"""    %p{i}, %pad{i}, %cp{i} = transform.structured.pad %e{i} {{
         padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
         nofold_flags = [{nofold}, {nofold}, 0], copy_back_op = "none"}}
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     %pB{i} = transform.get_producer_of_operand %p{i}[1] : (!transform.any_op) -> !transform.any_op
     %pA{i} = transform.get_producer_of_operand %p{i}[0] : (!transform.any_op) -> !transform.any_op
-    %f{i} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f{i} {{ transform.apply_patterns.canonicalization }} : !transform.any_op
 """
+    # canonicalize (fold the pads) in this matmul's own loop nest only: over the whole
+    # function, once per matmul, it cost more than tiling all the ops
+    text += (f"    %f{i} = transform.get_parent_op %p{i} {{nth_parent = {nest}}} "
+             f": (!transform.any_op) -> !transform.any_op\n" if nest else
+             f"    %f{i} = transform.structured.match ops{{[\"func.func\"]}} in %root "
+             f": (!transform.any_op) -> !transform.any_op\n")
+    text += (f"    transform.apply_patterns to %f{i} {{ transform.apply_patterns.canonicalization }}"
+             f" : !transform.any_op\n")
     if b_loops:
         text += (f"    %hB{i} = transform.structured.hoist_pad %pB{i} by {b_loops} loops "
                  f": (!transform.any_op) -> !transform.any_op\n"
@@ -387,14 +394,32 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int) -> str | None:
     return text
 
 
-_FINISH_CONTRACTION = """    %func{i} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %func{i} {{
+HOIST_ATTR = "rlx_hoist"
+
+
+def _mark_hoist(loop: str) -> str:
+    """Tag the loop out of which a contraction's accumulator tile is hoisted; the tagged
+    loops are all finished by :data:`_FINISH_CONTRACTIONS`, once."""
+    return f"    transform.annotate {loop} \"{HOIST_ATTR}\" : !transform.any_op\n"
+
+
+_FINISH_CONTRACTIONS = """    transform.sequence %root : !transform.any_op failures(suppress) {
+    ^bb0(%fin: !transform.any_op):
+    %funcs = transform.structured.match ops{["func.func"]} in %fin : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %funcs {
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_cse to %func{i} : !transform.any_op
-    transform.loop.hoist_loop_invariant_subsets {loop} : !transform.any_op
+    } : !transform.any_op
+    transform.apply_cse to %funcs : !transform.any_op
+    %loops = transform.structured.match attributes{rlx_hoist} in %fin : (!transform.any_op) -> !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
+      transform.yield
+    }
 """
+"""Contractions to outer products, canonicalize and CSE once over the whole module (per
+contraction it was the schedule stage's main cost: the transformer-block gradient's
+25 contractions re-canonicalized the whole function 50 times), then the C tiles leave
+their k loops."""
 
 
 def _guarded(i: int, text: str) -> str:
@@ -502,15 +527,15 @@ def plan(module) -> tuple[str, dict[str, int]]:
         frag = SCHEDULES.get(info.name, _schedule_generic)(i, op, info, threads)
         if frag is None or frag.kind in skipped:
             continue
-        text = frag.text
-        if frag.hoist:
-            text += _FINISH_CONTRACTION.format(i=i, loop=frag.hoist)
+        text = frag.text + (_mark_hoist(frag.hoist) if frag.hoist else "")
         op.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
         fragments.append(_guarded(i, text))
         counts[frag.kind] = counts.get(frag.kind, 0) + 1
     script = ("module attributes {transform.with_named_sequence} {\n"
               "  transform.named_sequence @__transform_main(%root: !transform.any_op "
-              "{transform.readonly}) {\n" + "".join(fragments) + "    transform.yield\n  }\n}\n")
+              "{transform.readonly}) {\n" + "".join(fragments)
+              + (_FINISH_CONTRACTIONS if any(HOIST_ATTR in f for f in fragments) else "")
+              + "    transform.yield\n  }\n}\n")
     return script, counts
 
 
@@ -683,21 +708,4 @@ def threads_passes(threads: int | None = None) -> str:
             f"async-parallel-for{{async-dispatch=false num-workers={threads} min-task-size=1}},"
             "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
             "arith-expand,convert-async-to-llvm")
-
-
-def keep_parallel_bodies_outlined(module) -> int:
-    """Mark the loop bodies ``async-parallel-for`` outlined (``parallel_compute_fn*``)
-    ``noinline``: at O3 LLVM otherwise inlines each body into both its caller and its
-    coroutine, and compiles every kernel two or three times (the transformer-block
-    gradient: 6.8 -> 3.6 s of LLVM code generation, same speed). Returns how many."""
-    from mlir import ir
-
-    count = 0
-    for op in module.body.operations:
-        name = op.attributes["sym_name"] if "sym_name" in op.attributes else None
-        if op.name == "llvm.func" and name is not None and \
-                ir.StringAttr(name).value.startswith("parallel_compute_fn"):
-            op.attributes["passthrough"] = ir.ArrayAttr.get([ir.StringAttr.get("noinline")])
-            count += 1
-    return count
 

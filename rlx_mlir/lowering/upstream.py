@@ -65,6 +65,7 @@ NAIVE_PIPELINE: list[Stage] = [
 
 def _fast_pipeline() -> list[Stage]:
     from rlx_mlir.lowering import contractions as C
+    from rlx_mlir.lowering import llvm_hints as H
     from rlx_mlir.lowering import schedules as S
 
     return [
@@ -85,10 +86,13 @@ def _fast_pipeline() -> list[Stage]:
               S.apply_vector_lowering),
         Stage("threads", S.threads_passes()),
         Stage("loops", "scf-forall-to-for,canonicalize,cse,convert-vector-to-scf{full-unroll=true},"
-              + _LOOPS),
+              "convert-linalg-to-loops,lower-affine"),
+        Stage("no-unroll", H.unroll_stage_name(), H.annotate_loops),
+        Stage("cf", "convert-scf-to-cf,canonicalize"),
         Stage("math", _MATH),
         Stage("llvm", "convert-vector-to-llvm{reassociate-fp-reductions=true}," + _LLVM),
-        Stage("outlined", "python:noinline-parallel-bodies", S.keep_parallel_bodies_outlined),
+        Stage("finish", "python:noinline-parallel-bodies,loop-annotation-property",
+              H.finish_llvm_module),
     ]
 
 

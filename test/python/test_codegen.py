@@ -91,7 +91,7 @@ def test_thread_split_ir(monkeypatch):
     assert "async.execute" in texts["threads"] or "mlirAsyncRuntime" in texts["llvm"]
     # the outlined parallel body is compiled once: noinline (no copy in each caller)
     assert re.search(r'llvm.func @parallel_compute_fn\(.*passthrough = \["noinline"\]',
-                     texts["outlined"])
+                     texts["finish"])
     monkeypatch.setenv("RLX_NUM_THREADS", "1")
     texts = stage_texts(matmul_module(512, 512, 512))
     assert "scf.forall" not in texts["schedule"]
