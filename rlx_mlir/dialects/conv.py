@@ -568,20 +568,47 @@ def multiply_add(s: Any, a: Any, b: Any, acc: Any) -> Any:
     return s.add(acc, s.mul(a, b))
 
 
+def window_patches(e: Any, xp: SSAValue, out_hw: Pair, kernel: Pair, stride: Pair,
+                   dilation: Pair, offset: Pair = (0, 0)) -> SSAValue:
+    """im2col: ``patches[g,c,i,j,n,y,x] = xp[n,g,c, y*sh + i*dh + oh, x*sw + j*dw + ow]``.
+
+    The layout makes the taps ``(c, i, j)`` the rows and the output pixels ``(n, y, x)``
+    the columns of a matmul operand, so the correlation is a plain contraction (a packed
+    ``linalg.matmul`` after the contractions stage) and the copy walks ``x`` innermost.
+    A unit reduction loop (over an unread ``[1]`` operand) keeps elementwise fusion from
+    folding this gather back into its single consumer, whose window map would then hide
+    the matmul.
+    """
+    nb, g, c = shape_of(xp.type)[:3]
+    dtype = xp.type.element_type  # type: ignore[attr-defined]
+    gg, cc, i, j, n, y, x, unit = affine_dims(8)
+    read = [window_read(y, i, stride[0], dilation[0], offset[0]),
+            window_read(x, j, stride[1], dilation[1], offset[1])]
+    maps = [affine_map(8, [n, gg, cc, *read]), affine_map(8, [unit]),
+            affine_map(8, [gg, cc, i, j, n, y, x])]
+    init = e.empty((g, c, *kernel, nb, *out_hw), dtype)
+    return e.generic([xp, e.empty((1,), dtype)], [init], maps, [PARALLEL] * 7 + [REDUCTION],
+                     lambda s, v, _, __: v)
+
+
 def grouped_correlation(e: Any, xp: SSAValue, w: SSAValue, init: SSAValue,
                         stride: Pair, dilation: Pair, offset: Pair = (0, 0),
                         weight_out_first: bool = True) -> SSAValue:
-    """``out[n,g,o,y,x] += sum_{c,i,j} xp[n,g,c, y*sh+i*dh+oh, x*sw+j*dw+ow] * w[g,o,c,i,j]``.
+    """``out[n,g,o,y,x] += sum_{c,i,j} w[g,o,c,i,j] * patches[g,c,i,j,n,y,x]`` over the
+    :func:`window_patches` of ``xp`` (``weight_out_first=False`` reads ``w[g,c,o,i,j]``,
+    the transposed-weight form of conv2d_backward_input).
 
-    Loops ``(n, g, o, y, x | c, i, j)``; ``weight_out_first=False`` reads ``w[g,c,o,i,j]``
-    (the transposed-weight form of conv2d_backward_input).
+    Loops ``(n, g, o, y, x | c, i, j)``: per group, an ``[O, C*KH*KW] @ [C*KH*KW, N*Ho*Wo]``
+    matmul.
     """
+    out_hw = tuple(shape_of(init.type)[3:])
+    kernel = tuple(shape_of(w.type)[3:])
+    patches = window_patches(e, xp, out_hw, kernel, stride, dilation, offset)  # type: ignore[arg-type]
     n, g, o, y, x, c, i, j = affine_dims(8)
-    read = [window_read(y, i, stride[0], dilation[0], offset[0]),
-            window_read(x, j, stride[1], dilation[1], offset[1])]
     w_map = [g, o, c, i, j] if weight_out_first else [g, c, o, i, j]
-    maps = [affine_map(8, [n, g, c, *read]), affine_map(8, w_map), affine_map(8, [n, g, o, y, x])]
-    return e.generic([xp, w], [init], maps, [PARALLEL] * 5 + [REDUCTION] * 3, multiply_add)
+    maps = [affine_map(8, w_map), affine_map(8, [g, c, i, j, n, y, x]),
+            affine_map(8, [n, g, o, y, x])]
+    return e.generic([w, patches], [init], maps, [PARALLEL] * 5 + [REDUCTION] * 3, multiply_add)
 
 
 def grouped_bias_init(e: Any, bias: SSAValue, out_shape: Sequence[int]) -> SSAValue:

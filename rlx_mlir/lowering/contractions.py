@@ -64,8 +64,17 @@ class Contraction:
     def out_order(self) -> list[int]:
         return self.batch + self.m + self.n
 
+    def batched(self) -> bool:
+        """Whether the product is a batch_matmul: unit batch dims (a convolution's single
+        group) fold into the first group instead, for the packed matmul schedule."""
+        return any(self.sizes[d] != 1 for d in self.batch)
+
     def group_lengths(self, *groups: list[int]) -> list[int]:
-        return ([len(self.batch)] if self.batch else []) + [len(g) for g in groups]
+        """Collapse lengths of ``batch + groups[0] + ...`` into ([batch,] first, rest...)."""
+        lengths = [len(g) for g in groups]
+        if self.batched():
+            return [len(self.batch), *lengths]
+        return [len(self.batch) + lengths[0], *lengths[1:]]
 
 
 # ---------------------------------------------------------------- analysis
@@ -311,7 +320,7 @@ def _initial(op: Any, c: Contraction, lengths: list[int]) -> Any:
     init = op.operands[len(op.operands) - 1]
     producer = getattr(init.owner, "operation", init.owner)
     if getattr(producer, "name", "") == "linalg.fill":
-        shape = [_prod([c.sizes[d] for d in g]) for g in ([c.batch] if c.batch else [])
+        shape = [_prod([c.sizes[d] for d in g]) for g in ([c.batch] if c.batched() else [])
                  + [c.m, c.n]]
         empty = tensor.EmptyOp(shape, _element_type(init)).result
         return _value(linalg.fill(producer.operands[0], outs=[empty]))
@@ -328,7 +337,7 @@ def rewrite(op: Any, c: Contraction) -> None:
         y = _collapsed(_materialized(op, c, c.y, c.y_order()), c.group_lengths(c.k, c.n))
         out_lengths = c.group_lengths(c.m, c.n)
         acc = _initial(op, c, out_lengths)
-        named = linalg.batch_matmul if c.batch else linalg.matmul
+        named = linalg.batch_matmul if c.batched() else linalg.matmul
         product = _value(named(x, y, outs=[acc]))
         shape = [c.sizes[d] for d in c.out_order()]
         result = _transposed(_expanded(product, out_lengths, shape), c.out_order(),

@@ -9,8 +9,11 @@
 
 // Grouped, strided, padded conv with bias: the bias (viewed as [G, C_out/G]) is broadcast
 // into the accumulator; x is padded with tensor.pad (zeros, H only) and both x and w get a
-// [G, C/G] channel split; one generic with loops (n, g, o, y, x | c, i, j) reads
-// xp[n, g, c, 2y + i, 2x + j] and w[g, o, c, i, j].
+// [G, C/G] channel split. im2col: one copy generic gathers the windows into
+// patches[g, c, i, j, n, y, x] = xp[n, g, c, 2y + i, 2x + j] (a unit reduction loop
+// over an unread tensor<1xf32> keeps fusion from folding it into its consumer); then one contraction generic,
+// loops (n, g, o, y, x | c, i, j), sums w[g, o, c, i, j] * patches[g, c, i, j, n, y, x]
+// (per group a [C_out/G, C*KH*KW] @ [C*KH*KW, N*Ho*Wo] matmul for the matmul schedules).
 // CHECK-LABEL: func.func @conv_bias_groups
 // CHECK: tensor.expand_shape %b {{\[}}[0 : i64, 1 : i64]] output_shape [2, 3]
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d1, d2)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>]
@@ -20,7 +23,10 @@
 // CHECK: } : tensor<1x4x5x5xf32> to tensor<1x4x7x5xf32>
 // CHECK: %[[XG:.*]] = tensor.expand_shape %[[XP]] {{.*}} into tensor<1x2x2x7x5xf32>
 // CHECK: %[[WG:.*]] = tensor.expand_shape %w {{.*}} into tensor<2x3x2x3x3xf32>
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, ((d3 * 2) + d6), ((d4 * 2) + d7))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[XG]], %[[WG]] : tensor<1x2x2x7x5xf32>, tensor<2x3x2x3x3xf32>)
+// CHECK: %[[PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[XG]], %{{.*}} : tensor<1x2x2x7x5xf32>, tensor<1xf32>) outs(%{{.*}} : tensor<2x2x3x3x1x3x2xf32>)
+// CHECK-NEXT: ^bb0(%[[V:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[V]] : f32
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[WG]], %[[PATCHES]] : tensor<2x3x2x3x3xf32>, tensor<2x2x3x3x1x3x2xf32>)
 // CHECK: arith.mulf
 // CHECK: arith.addf
 // CHECK: tensor.collapse_shape {{.*}} into tensor<1x6x3x2xf32>
@@ -30,11 +36,14 @@ func.func @conv_bias_groups(%x: tensor<1x4x5x5xf32>, %w: tensor<6x2x3x3xf32>, %b
   func.return %y : tensor<1x6x3x2xf32>
 }
 
-// Dilation (2, 3) without padding or bias: no tensor.pad, a zero-filled accumulator.
+// Dilation (2, 3) without padding or bias: no tensor.pad, a zero-filled accumulator;
+// the patches read xp[n, 0, c, y + 2i, x + 3j].
 // CHECK-LABEL: func.func @conv_dilated
 // CHECK-NOT: tensor.pad
 // CHECK: linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<2x1x4x5x6xf64>)
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, (d3 + (d6 * 2)), (d4 + (d7 * 3)))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, (d5 + (d2 * 2)), (d6 + (d3 * 3)))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>]
+// CHECK-SAME: outs(%{{.*}} : tensor<1x3x3x2x2x5x6xf64>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>
 // CHECK: tensor.collapse_shape {{.*}} into tensor<2x4x5x6xf64>
 func.func @conv_dilated(%x: tensor<2x3x9x9xf64>, %w: tensor<4x3x3x2xf64>) -> tensor<2x4x5x6xf64> {
   %y = rlx.conv2d %x, %w {dilation = array<i64: 2, 3>} : (tensor<2x3x9x9xf64>, tensor<4x3x3x2xf64>) -> tensor<2x4x5x6xf64>
@@ -63,17 +72,23 @@ func.func @pools(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x2x
 }
 
 // conv2d_backward_input: dy spread at stride 2 onto a zero [H + 2, W + 2] grid at offset
-// (kh - 1) - ph = 1, then a gather-form correlation reading zdy[h + 2 - i] and the weight
-// transposed in its maps (w[g, c, o, i, j]: no materialized flip or transpose).
-// conv2d_backward_weight: loops (g, o, c, i, j | n, y, x) over padded x and dy.
+// (kh - 1) - ph = 1; its patches read zdy[h + 2 - i] (the kernel flip is in the map), and
+// the contraction reads the weight transposed in its map (w[g, c, o, i, j]: no
+// materialized flip or transpose).
+// conv2d_backward_weight: patches of padded x, then a contraction, loops
+// (g, o, c, i, j | n, y, x), of patches[g, c, i, j, n, y, x] and dy[n, g, o, y, x].
 // CHECK-LABEL: func.func @conv_backward
 // CHECK: %[[GRID:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x6x10x10xf32>)
 // CHECK: %[[ZDY:.*]] = tensor.insert_slice %dy into %[[GRID]][0, 0, 1, 1] [1, 6, 4, 4] [1, 1, 2, 2]
 // CHECK: tensor.expand_shape %[[ZDY]] {{.*}} into tensor<1x2x3x10x10xf32>
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, ((d3 + (d6 * -1)) + 2), ((d4 + (d7 * -1)) + 2))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: %[[DY_PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 + (d2 * -1)) + 2), ((d6 + (d3 * -1)) + 2))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
+// CHECK-SAME: outs(%{{.*}} : tensor<2x3x3x3x1x8x8xf32>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%{{.*}}, %[[DY_PATCHES]] :
 // CHECK: tensor.collapse_shape {{.*}} into tensor<1x4x8x8xf32>
 // CHECK: tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1]
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d2, ((d6 * 2) + d3), ((d7 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: %[[X_PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
+// CHECK-SAME: outs(%{{.*}} : tensor<2x2x3x3x1x4x4xf32>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d2, d3, d4, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[X_PATCHES]], %{{.*}} :
 // CHECK: tensor.collapse_shape {{.*}} {{\[}}[0 : i64, 1 : i64], [2 : i64], [3 : i64], [4 : i64]] : tensor<2x3x2x3x3xf32> into tensor<6x2x3x3xf32>
 func.func @conv_backward(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: tensor<1x6x4x4xf32>) -> (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) {
   %dx = rlx.conv2d_backward_input %dy, %w {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x6x4x4xf32>, tensor<6x2x3x3xf32>) -> tensor<1x4x8x8xf32>

@@ -16,6 +16,7 @@ import rlx_mlir as rlx
 from rlx_mlir.lowering import schedules
 from rlx_mlir.lowering.upstream import lower_to_llvm, pipeline_stages
 from rlx_mlir.runtime.jit import compile as jit_compile
+from rlx_mlir.runtime.jit import reachable_module
 
 
 @pytest.fixture(autouse=True)
@@ -151,18 +152,45 @@ def test_folded_rows_matmul_stays_a_named_matmul():
     np.testing.assert_allclose(fast, x @ w, rtol=1e-4, atol=1e-4)
 
 
-def test_attention_contractions_become_batch_matmuls():
-    """Both head-grouped contractions (the second with the softmax normalisation fused
-    into it) are rewritten as batch_matmuls; the result matches the interpreter."""
+def test_attention_contractions_become_matmuls():
+    """Both head-grouped contractions of each head (the second with the softmax
+    normalisation fused into it) are rewritten as named matmuls: per head their batch dims
+    (batch, kv head, group) are all 1 and fold away, so the packed schedule applies; the
+    result matches the interpreter."""
     b = rlx.Builder("att")
     q, k, v = (b.input(n, (2, 16, 32)) for n in "qkv")
     b.ret(b.attention(q, k, v, num_heads=2, head_dim=16, mask_kind="causal"))
     texts = stage_texts(b.module)
-    assert texts["contractions"].count("linalg.batch_matmul") == 2
+    assert texts["contractions"].count("linalg.matmul ") == 2
+    assert "linalg.batch_matmul" not in texts["contractions"]
     args = [np.random.default_rng(6).standard_normal((2, 16, 32)).astype(np.float32)
             for _ in range(3)]
     (fast,) = run(b.module, "fast", *args)
     np.testing.assert_allclose(fast, rlx.interpret(b.module, *args)[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv_gradient_is_im2col_plus_matmuls(groups):
+    """A conv and both its gradients are each a window copy (im2col) + a contraction: with
+    one group (a unit batch dim) three packed linalg.matmuls, with two groups three
+    batch_matmuls; the gradient matches the interpreter."""
+    b = rlx.Builder("conv")
+    x, w = b.param("x", (4, 8, 12, 12)), b.param("w", (16, 8 // groups, 3, 3))
+    y = b.conv2d(x, w, padding=(1, 1), groups=groups)
+    b.ret(b.reduce_sum(y * y, axes=[0, 1, 2, 3]))
+    grad = rlx.grad_with_loss(b.module, "conv")
+    texts = stage_texts(reachable_module(b.module, grad.sym_name.data))
+    named = "linalg.matmul" if groups == 1 else "linalg.batch_matmul"
+    assert texts["contractions"].count(f"{named} ") == 3
+    if groups == 1:
+        assert schedules.LAST_COUNTS.get("matmul_packed") == 3
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal((4, 8, 12, 12)).astype(np.float32),
+            rng.standard_normal((16, 8 // groups, 3, 3)).astype(np.float32), np.float32(1.0)]
+    got = jit_compile(b.module, entry=grad.sym_name.data)(*args)
+    want = rlx.interpret(b.module, *args, entry=grad.sym_name.data)
+    for g, v in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, v, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("perm", [(1, 0, 2, 3), (0, 2, 3, 1), (3, 2, 1, 0), (0, 3, 1, 2)])

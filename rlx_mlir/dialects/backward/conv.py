@@ -427,8 +427,9 @@ OPS = [Conv2dBackwardInputOp, Conv2dBackwardWeightOp, MaxPool2dBackwardOp, MaxPo
 # ---------------------------------------------------------------- LOWER rules
 # The scattering gradients (conv2d dx, max_pool2d_backward) are written as gathers: dy is
 # spread onto a filled grid at its stride positions (transposed-conv zero insertion: a
-# strided tensor.insert_slice), then each dx element is one linalg.generic reduction over
-# the kernel taps reading ``h + (k - 1 - i) * d``. Every big op stays one linalg.generic.
+# strided tensor.insert_slice), then dx is a correlation of that grid with the flipped
+# kernel, reading ``h + (k - 1 - i) * d``: im2col patches + a contraction (a matmul), like
+# the forward conv and the weight gradient.
 
 from typing import Any  # noqa: E402
 
@@ -445,6 +446,7 @@ from rlx_mlir.dialects.conv import (  # noqa: E402
     multiply_add,
     pad_hw,
     split_dim,
+    window_patches,
     window_read,
 )
 from rlx_mlir.rules import LOWER  # noqa: E402
@@ -506,13 +508,13 @@ def _lower_conv2d_backward_weight(op: Conv2dBackwardWeightOp, e: Any, x: SSAValu
     c_out, c_per_group, kh, kw = shape_of(op.result.type)
     g = cfg.groups
     xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
+    patches = window_patches(e, xp, tuple(shape_of(dy.type)[2:]), (kh, kw),  # type: ignore[arg-type]
+                             cfg.stride, cfg.dilation)
     gg, o, c, i, j, n, y, xo = affine_dims(8)
-    read = [window_read(y, i, cfg.stride[0], cfg.dilation[0]),
-            window_read(xo, j, cfg.stride[1], cfg.dilation[1])]
-    maps = [affine_map(8, [n, gg, c, *read]), affine_map(8, [n, gg, o, y, xo]),
+    maps = [affine_map(8, [gg, c, i, j, n, y, xo]), affine_map(8, [n, gg, o, y, xo]),
             affine_map(8, [gg, o, c, i, j])]
     init = e.fill(0.0, (g, c_out // g, c_per_group, kh, kw), x.type.element_type)  # type: ignore[attr-defined]
-    dw = e.generic([xp, split_dim(e, dy, 1, g)], [init], maps,
+    dw = e.generic([patches, split_dim(e, dy, 1, g)], [init], maps,
                    [PARALLEL] * 5 + [REDUCTION] * 3, multiply_add)
     return merge_dims(e, dw, 0)
 
