@@ -96,7 +96,8 @@ func.func @conv_backward(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: 
   func.return %dx, %dw : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>
 }
 
-// max_pool2d_backward: (1) one generic with two outputs folds (window max, first tap) over
+// max_pool2d_backward: (1) one generic with two outputs folds (window max, first tap), loops
+// (n, c | i, j | y, x) so that each tap sweeps whole output rows, over
 // -inf-padded x, i1 in-bounds masks of the padded rows/cols and the tap numbers i*kw + j;
 // (2) dy and the winning taps are spread at stride positions; (3) a gather generic adds
 // dy where the window's winning tap is this position's tap.
@@ -106,7 +107,7 @@ func.func @conv_backward(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: 
 // CHECK: %[[MASK_W:.*]] = arith.constant dense<[false, true, true, true, true, true, false]> : tensor<7xi1>
 // CHECK: %[[TAPS:.*]] = arith.constant dense<{{\[\[}}0, 1, 2], [3, 4, 5], [6, 7, 8]]> : tensor<3x3xi32>
 // CHECK: arith.constant 9 : i32
-// CHECK: %{{.*}}, %[[BEST:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d4), ((d3 * 2) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d2 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d3 * 2) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XP]], %[[MASK_H]], %[[MASK_W]], %[[TAPS]] : {{.*}}) outs({{.*}} : tensor<1x2x3x3xf32>, tensor<1x2x3x3xi32>)
+// CHECK: %{{.*}}, %[[BEST:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d4 * 2) + d2), ((d5 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d4 * 2) + d2))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d5 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, d5)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]} ins(%[[XP]], %[[MASK_H]], %[[MASK_W]], %[[TAPS]] : {{.*}}) outs({{.*}} : tensor<1x2x3x3xf32>, tensor<1x2x3x3xi32>)
 // CHECK: arith.cmpf une
 // CHECK: arith.cmpf ogt
 // CHECK: arith.cmpf oeq

@@ -519,6 +519,14 @@ def _lower_conv2d_backward_weight(op: Conv2dBackwardWeightOp, e: Any, x: SSAValu
     return merge_dims(e, dw, 0)
 
 
+TAPS_OUTSIDE_PIXELS = [PARALLEL, PARALLEL, REDUCTION, REDUCTION, PARALLEL, PARALLEL]
+"""Loops ``(n, c | i, j | y, x)`` of the first-argmax fold: each tap sweeps a whole output
+plane, so the innermost loop runs along output rows and LLVM vectorizes its compares and
+selects (with the taps innermost every pixel was a scalar fold over its window: a 3x3/2
+max-pool backward on [32, 32, 32, 32] spent 10.6 ms there, now 2.9). The plain window
+sums and maxima keep the taps innermost: measured faster for them."""
+
+
 def in_bounds_mask(size: int, pad: int) -> np.ndarray:
     """``[size + 2 pad]`` bools: True on the unpadded positions."""
     mask = np.zeros(size + 2 * pad, bool)
@@ -554,14 +562,13 @@ def first_argmax_taps(e: Any, x: SSAValue, cfg: Pool2dConfig,
     xp = pad_hw(e, x, cfg.padding, cfg.padding, -np.inf)
     masks = [e.constant(in_bounds_mask(size, pad)) for size, pad in zip((h, wd), cfg.padding, strict=True)]
     taps = e.constant(tap_numbers(cfg.kernel))
-    n, c, y, xo, i, j = affine_dims(6)
+    n, c, i, j, y, xo = affine_dims(6)
     rows, cols = window_read(y, i, cfg.stride[0], 1), window_read(xo, j, cfg.stride[1], 1)
     out_map = affine_map(6, [n, c, y, xo])
     maps = [affine_map(6, [n, c, rows, cols]), affine_map(6, [rows]), affine_map(6, [cols]),
             affine_map(6, [i, j]), out_map, out_map]
     inits = [e.fill(-np.inf, out_shape, dtype), e.fill(cfg.kernel[0] * cfg.kernel[1], out_shape, "i32")]
-    fold = e.generic([xp, *masks, taps], inits, maps, [PARALLEL] * 4 + [REDUCTION] * 2,
-                     _first_argmax_body)
+    fold = e.generic([xp, *masks, taps], inits, maps, TAPS_OUTSIDE_PIXELS, _first_argmax_body)
     return fold.results[1]
 
 
