@@ -132,7 +132,9 @@ def _method(data: dict[str, Any]) -> str:
 * Where rlx's time goes (not part of the run): `.venv/bin/python bench/kernel_profile.py
   transformer` times each kernel inside the compiled step (a callback mark before every
   top-level linalg op / loop); `bench/op_profile.py transformer` compiles and times every
-  rlx op of the gradient alone."""
+  rlx op of the gradient alone; `bench/ab_pipeline.py transformer RLX_LLVM_UNROLL=1 -`
+  compiles a workload once per setting of a compile-time knob and alternates their calls
+  in one process (an A/B that machine noise hits alike)."""
 
 
 def _workload_section(cells: list[dict], workload: str) -> str:
