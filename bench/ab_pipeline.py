@@ -41,9 +41,15 @@ def parse_variant(text: str) -> dict[str, str]:
 def workload_case(name: str) -> tuple[str, object, dict]:
     """``gemmMxKxN`` or a model name -> (workload, case, inputs), the benchmark's inputs."""
     if name.startswith("gemm"):
-        m, k, n = map(int, name[4:].split("x"))
+        sizes = name[4:].split("x")
+        if len(sizes) != 3 or not all(s.isdigit() and int(s) > 0 for s in sizes):
+            raise SystemExit(f"workload {name!r}: expected gemmMxKxN, e.g. gemm512x512x512")
+        m, k, n = map(int, sizes)
         a, b = common.gemm_inputs(m, k, n)
         return "gemm", (m, k, n), {"a": a, "b": b}
+    if name not in common.MODELS:
+        raise SystemExit(f"workload {name!r}: expected one of {', '.join(common.MODELS)} "
+                         "or gemmMxKxN")
     dims = common.model_dims(name, quick=False)
     return name, dims, common.model_inputs(name, dims)
 

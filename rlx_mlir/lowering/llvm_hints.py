@@ -21,8 +21,10 @@ Example (the stage list of :mod:`rlx_mlir.lowering.upstream`)::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
+
+from rlx_mlir.lowering.schedules import walk_ops
 
 NO_UNROLL = "#llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>>"
 """What every loop gets (parsed in the module's context)."""
@@ -41,22 +43,8 @@ def unroll_stage_name() -> str:
     return f"python:loop-unroll={'llvm' if llvm_unrolls() else 'off'}"
 
 
-def _walk(module: Any) -> Iterator[Any]:
-    """Every operation of an upstream module, pre-order."""
-    from mlir import ir
-
-    found: list[Any] = []
-
-    def visit(op: Any) -> Any:
-        found.append(op.operation if hasattr(op, "operation") else op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return iter(found)
-
-
 def _update(module: Any, names: tuple[str, ...], change: Callable[[Any], bool]) -> int:
-    return sum(1 for op in _walk(module) if op.name in names and change(op))
+    return sum(1 for op in walk_ops(module) if op.name in names and change(op))
 
 
 def annotate_loops(module: Any) -> int:
@@ -69,7 +57,7 @@ def annotate_loops(module: Any) -> int:
         return 0
     note = ir.Attribute.parse(NO_UNROLL)
     count = 0
-    for op in _walk(module):
+    for op in walk_ops(module):
         if not any(isinstance(r.type, ir.VectorType) for r in op.results):
             continue
         parent = op.parent

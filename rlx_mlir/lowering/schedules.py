@@ -497,17 +497,9 @@ def _candidates(module) -> list:
     """Static linalg ops on tensors with a vectorizable body, in walk order."""
     from mlir import ir
 
-    found = []
-
-    def visit(op):
-        o = op.operation if hasattr(op, "operation") else op
-        if o.name.startswith("linalg.") and o.name not in ("linalg.yield", "linalg.index"):
-            found.append(o)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return [o for o in found if o.results
-            and all(isinstance(r.type, ir.RankedTensorType) for r in o.results)]
+    return [o for o in walk_ops(module)
+            if o.name.startswith("linalg.") and o.name not in ("linalg.yield", "linalg.index")
+            and o.results and all(isinstance(r.type, ir.RankedTensorType) for r in o.results)]
 
 
 def plan(module) -> tuple[str, dict[str, int]]:
@@ -597,20 +589,23 @@ def _memref_shape(value) -> list[int] | None:
     return list(t.shape) if t.has_static_shape else None
 
 
-def ops_named(module, name: str) -> list:
-    """Every op called ``name`` in ``module`` (upstream bindings), in walk order."""
+def walk_ops(module) -> list:
+    """Every operation of an upstream-bindings ``module``, pre-order."""
     from mlir import ir
 
     found = []
 
     def visit(op):
-        o = op.operation if hasattr(op, "operation") else op
-        if o.name == name:
-            found.append(o)
+        found.append(op.operation if hasattr(op, "operation") else op)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def ops_named(module, name: str) -> list:
+    """Every op called ``name`` in ``module`` (upstream bindings), in walk order."""
+    return [o for o in walk_ops(module) if o.name == name]
 
 
 def apply_bufferize(module) -> None:
