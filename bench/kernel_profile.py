@@ -93,8 +93,9 @@ def _install() -> None:
                                      shared_libs=jit.runtime_libraries(self.llvm_text))
             engine.register_runtime(MARK, callback)
         self._handles = (context, module, engine, callback)
+        self._lookup, self._packed_calls = engine.raw_lookup, True
         for name in self.signatures:
-            self.packed_function(name)
+            self.function_address(name)
 
     jit.Engine.start = start
 

@@ -158,10 +158,12 @@ def _compile_section(data: dict[str, Any]) -> str:
         "## (e) Compile time of (b)–(d)",
         "rlx **cold**: fresh process, `RLX_CACHE_DIR` an empty temp dir: `grad_with_loss` + "
         "`rlx_mlir.compile` + first call (IR → native; the breakdown is autodiff / rlx + "
-        "upstream lowering / LLVM codegen / first call). **warm (memory)**: a second "
+        "upstream lowering / LLVM codegen, run as parallel processes for modules over 600 KB of "
+        "LLVM dialect (transformer, llama) / first call). **warm (memory)**: a second "
         "`rlx_mlir.compile` of the same text in the same process (in-memory cache hit). "
         "**warm (disk)**: a fresh process whose disk cache holds the module (build + "
-        "autodiff + compile + first call; LLVM codegen still runs). JAX and torch.compile: "
+        "autodiff + compile + first call; the cached object code is loaded, no compiler runs). "
+        "JAX and torch.compile: "
         "first call minus a steady call, from the model cells of the lowest thread count "
         "(torch.compile's inductor cache starts empty in each `bench/run.py` run, so that "
         "cell is its cold compile; the C++ toolchain warm-up may be shared with earlier "
@@ -179,8 +181,8 @@ def _fingerprint_note(cells: list[dict]) -> str:
         return ("Note: the compiler fingerprint (a hash of rlx_mlir's sources, part of the "
                 f"cache key) changed between the cold and the disk run ({prints}): the "
                 "sources were edited meanwhile, so the disk run was a cache miss.")
-    return ("The disk cache stores the LLVM-dialect text: a disk hit skips the rlx and "
-            "upstream lowering only; LLVM code generation still runs (the codegen column).")
+    return ("The disk cache stores the object code (and the LLVM-dialect text): a disk hit "
+            "on the same CPU loads the objects into an ORC JIT and runs no compiler.")
 
 
 def _threads_section(data: dict[str, Any]) -> str:

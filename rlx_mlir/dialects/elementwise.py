@@ -548,7 +548,7 @@ OPS = [
 from rlx_mlir.diagnostics import RlxError  # noqa: E402
 from rlx_mlir.rules import LOWER  # noqa: E402
 
-_SQRT_2 = math.sqrt(2.0)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)  # lowered as a product: a vector division is ~10x slower
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
@@ -594,7 +594,7 @@ def _lower_binary(op: BinaryOp, e: Any, lhs: Any, rhs: Any) -> Any:
 
 
 def _gelu_body(s: Any, x: Any) -> Any:
-    return s.mul(s.mul(x, 0.5), s.add(s.erf(s.div(x, _SQRT_2)), 1.0))
+    return s.mul(s.mul(x, 0.5), s.add(s.erf(s.mul(x, _INV_SQRT_2)), 1.0))
 
 
 def _gelu_approx_body(s: Any, x: Any) -> Any:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-CONTRACTION_VERSION = "contract-v3"
+CONTRACTION_VERSION = "contract-v4"
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,22 @@ class Contraction:
 
     def out_order(self) -> list[int]:
         return self.batch + self.m + self.n
+
+    def copied_elements(self, maps: list[list[int]], zero_init: bool) -> int:
+        """Elements the rewrite transposes: input factors not already in matmul order, and
+        the result (and a non-fill init) when the output is not in ``[batch, M, N]`` order.
+        :func:`analyze` picks the factor order that copies least (weight gradients
+        ``x^T dy``: transpose ``x``, not ``dy`` and then the result)."""
+        def moved(have: list[int], want: list[int]) -> int:
+            real = [d for d in want if self.sizes[d] != 1]
+            return 0 if [d for d in have if self.sizes[d] != 1] == real else _prod(
+                [self.sizes[d] for d in want])
+
+        copied = sum(moved(maps[f.inputs[0]], order)
+                     for f, order in ((self.x, self.x_order()), (self.y, self.y_order()))
+                     if not f.ops)
+        out = moved(self.out_dims, self.out_order())
+        return copied + out * (1 if zero_init else 2)
 
     def batched(self) -> bool:
         """Whether the product is a batch_matmul: unit batch dims (a convolution's single
@@ -178,6 +194,13 @@ def analyze(op: Any) -> Contraction | None:
     if x is None or y is None or set(x.inputs) & set(y.inputs) or sizes is None:
         return None
     out_dims: list[int] = dims[-1]  # type: ignore[assignment]
+    options = [c for c in (_classify(x, y, sizes, out_dims), _classify(y, x, sizes, out_dims))
+               if c is not None]
+    return min(options, key=lambda c: c.copied_elements(dims, _init_is_fill(op)), default=None)
+
+
+def _classify(x: Factor, y: Factor, sizes: list[int], out_dims: list[int]) -> Contraction | None:
+    """The contraction with ``x`` as the left factor (its M dims come first in the output)."""
     sx, sy, so = set(x.dims), set(y.dims), set(out_dims)
     batch = [d for d in out_dims if d in sx and d in sy]
     m = [d for d in out_dims if d in sx and d not in sy]
@@ -186,6 +209,11 @@ def analyze(op: Any) -> Contraction | None:
     if not (m and n and k) or len(batch) + len(m) + len(n) + len(k) != len(sizes):
         return None
     return Contraction(batch, m, n, k, sizes, x, y, out_dims)
+
+
+def _init_is_fill(op: Any) -> bool:
+    init = op.operands[len(op.operands) - 1]
+    return getattr(getattr(init.owner, "operation", init.owner), "name", "") == "linalg.fill"
 
 
 # ---------------------------------------------------------------- the rewrite
@@ -363,6 +391,8 @@ def apply_contractions(module: Any) -> int:
 
     def visit(o: Any) -> Any:
         o = getattr(o, "operation", o)
+        if o.name == "linalg.generic" and _is_static_tensor_op(o) and _mul_add_factors(o):
+            fold_transposed_inputs(o)
         if o.name == "linalg.generic" and (c := analyze(o)) is not None:
             found.append((o, c))
         return ir.WalkResult.ADVANCE
@@ -371,3 +401,31 @@ def apply_contractions(module: Any) -> int:
     for o, c in found:
         rewrite(o, c)
     return len(found)
+
+
+def fold_transposed_inputs(op: Any) -> int:
+    """Read a ``linalg.transpose`` producer's input directly (its permutation composed into
+    the generic's indexing map), so :func:`analyze` chooses the layouts of the product
+    itself; a transpose left without users is erased. Returns how many were folded.
+
+    A weight gradient ``x^T @ dy`` arrives as a contraction of ``transpose(x)``: folded,
+    the rewrite may transpose the smaller operand instead."""
+    from mlir import ir
+
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    folded = 0
+    for i in range(len(maps) - 1):
+        producer = getattr(op.operands[i].owner, "operation", op.operands[i].owner)
+        if getattr(producer, "name", "") != "linalg.transpose":
+            continue
+        perm = [int(d) for d in ir.DenseI64ArrayAttr(producer.attributes["permutation"])]
+        results = list(maps[i].results)
+        source_exprs = [results[perm.index(t)] for t in range(len(perm))]
+        maps[i] = ir.AffineMap.get(maps[i].n_dims, maps[i].n_symbols, source_exprs)
+        op.operands[i] = producer.operands[0]
+        folded += 1
+        if not list(producer.results[0].uses):
+            producer.erase()
+    if folded:
+        op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
+    return folded

@@ -316,11 +316,14 @@ def packed_matmul_plan(m: int, n: int, k: int, threads: int) -> dict[str, int] |
                 fdim=fdim, per=per)
 
 
-def _packed_matmul_fragment(i: int, info: OpInfo, threads: int) -> str | None:
+def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
+                            zero_init: bool = False) -> str | None:
     """CODEGEN.md §1a: cache tiles, register tile, packed A/B panels via pad + hoist_pad.
 
     M and N remainders (not multiples of MR / NR) are split off and get the small schedule;
-    the main part is a multiple of the tiles, so every packed panel is static."""
+    the main part is a multiple of the tiles, so every packed panel is static. A zero
+    ``linalg.fill`` init (``zero_init``) is fused into the thread split: each thread
+    zeroes its own part of C right before using it."""
     m, n, k = info.ranges
     p = packed_matmul_plan(m, n, k, threads)
     if p is None:
@@ -328,6 +331,10 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int) -> str | None:
     mr, nr, kc, nc, mc = p["mr"], p["nr"], p["kc"], p["nc"], p["mc"]
     n_main, m_main = p["n_main"], p["m_main"]
     text = _match(i, info.name, f"%mm{i}")
+    fuse_fill = zero_init and p["fdim"] >= 0 and (n_main, m_main) == (n, m)
+    if fuse_fill:
+        text += (f"    %init{i} = transform.get_producer_of_operand %mm{i}[2] "
+                 f": (!transform.any_op) -> !transform.any_op\n")
     main = f"%mm{i}"
     if n_main < n:
         text += _split(main, n_main, 1, f"%sn{i}", f"%rn{i}")
@@ -345,6 +352,8 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int) -> str | None:
                  f"tile_sizes {fsizes} : (!transform.any_op) -> "
                  f"(!transform.any_op, !transform.any_op)\n")
         main = f"%fa{i}"
+        if fuse_fill:
+            text += _fused_fill(i, p["per"] if p["fdim"] == 1 else n_main)
         n_part = p["per"] if p["fdim"] == 1 else n_main
         m_part = p["per"] if p["fdim"] == 0 else m_main
     else:
@@ -392,6 +401,17 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int) -> str | None:
              f"    transform.structured.vectorize %t{i} {{create_named_contraction}} "
              f": !transform.any_op\n")
     return text
+
+
+def _fused_fill(i: int, row: int) -> str:
+    """Fuse the matmul's init fill into its ``scf.forall`` (through the shared output: the
+    forall then starts from ``tensor.empty``, so bufferization needs no copy of a fill that
+    CSE shared between matmuls) and vectorize the fused fill by rows."""
+    return (f"    %zf{i}, %zl{i} = transform.structured.fuse_into_containing_op %init{i} "
+            f"into %fl{i} : (!transform.any_op, !transform.any_op) -> "
+            f"(!transform.any_op, !transform.any_op)\n"
+            + _tile_for(f"%zf{i}", [1, _vec_size(row) or 0], f"%zt{i}")
+            + f"    transform.structured.vectorize %zt{i} : !transform.any_op\n")
 
 
 HOIST_ATTR = "rlx_hoist"
@@ -457,10 +477,16 @@ def _schedule_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
     threads = _op_threads(op, threads)
     m, n, k = info.ranges
     if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16:
-        packed = _packed_matmul_fragment(i, info, threads)
+        packed = _packed_matmul_fragment(i, info, threads, _zero_filled_init(op))
         if packed is not None:
             return Fragment(packed, "matmul_packed", f"%kl{i}")
     return Fragment(_small_matmul_fragment(i, info), "matmul_small", f"%t{i}_l")
+
+
+def _zero_filled_init(op) -> bool:
+    """The matmul's init is a ``linalg.fill`` (of zeros: contractions start from 0)."""
+    owner = op.operands[2].owner
+    return getattr(owner, "name", "") == "linalg.fill"
 
 
 def _schedule_batch_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
@@ -508,6 +534,7 @@ def plan(module) -> tuple[str, dict[str, int]]:
 
     threads, skipped = num_threads(), skipped_kinds()
     fragments: list[str] = []
+    fills: list[str] = []  # scheduled after the matmuls, which may fuse them first
     counts: dict[str, int] = {}
     for op in _candidates(module):
         info = _loop_info(op)
@@ -515,17 +542,17 @@ def plan(module) -> tuple[str, dict[str, int]]:
             continue
         if len(op.results) > 1 and "reduction" in info.iterators:
             continue  # multi-result reductions: the vectorizer rejects them
-        i = len(fragments)
+        i = len(fragments) + len(fills)
         frag = SCHEDULES.get(info.name, _schedule_generic)(i, op, info, threads)
         if frag is None or frag.kind in skipped:
             continue
         text = frag.text + (_mark_hoist(frag.hoist) if frag.hoist else "")
         op.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
-        fragments.append(_guarded(i, text))
+        (fills if info.name == "linalg.fill" else fragments).append(_guarded(i, text))
         counts[frag.kind] = counts.get(frag.kind, 0) + 1
     script = ("module attributes {transform.with_named_sequence} {\n"
               "  transform.named_sequence @__transform_main(%root: !transform.any_op "
-              "{transform.readonly}) {\n" + "".join(fragments)
+              "{transform.readonly}) {\n" + "".join(fragments + fills)
               + (_FINISH_CONTRACTIONS if any(HOIST_ATTR in f for f in fragments) else "")
               + "    transform.yield\n  }\n}\n")
     return script, counts

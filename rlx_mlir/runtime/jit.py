@@ -1,4 +1,5 @@
-"""The JIT: rlx module -> native code through MLIR's ExecutionEngine; numpy in, numpy out.
+"""The JIT: rlx module -> native code (MLIR's ExecutionEngine, or object files from parallel
+LLVM processes loaded into an ORC JIT: :mod:`rlx_mlir.runtime.native`); numpy in, numpy out.
 
 >>> import numpy as np
 >>> f = compile('''func.func @f(%x: tensor<3xf32>) -> tensor<3xf32> {
@@ -15,8 +16,8 @@ arrays that the caller owns). Booleans are stored one byte each (numpy ``bool``)
 
 Caching: in memory by content hash (engines live for the process, DESIGN 4.6) and on
 disk (``~/.cache/rlx_mlir`` or ``$RLX_CACHE_DIR``; ``RLX_CACHE_DIR=off`` disables it):
-the LLVM-dialect text and the signatures, so a warm process skips xDSL parsing, the
-rlx lowering and the upstream pipeline; LLVM code generation always runs.
+the LLVM-dialect text, the signatures and the object code (for this host CPU), so a warm
+process skips the whole compiler and loads native code in milliseconds.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import pathlib
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +42,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.dialects.base import numpy_dtype, shape_of
+from rlx_mlir.runtime import native
 from rlx_mlir.runtime.signature import Signature, signature_from_json, signature_to_json
 
 # ---------------------------------------------------------------- memref descriptors
@@ -83,14 +86,10 @@ class Executable:
         self.result_map = engine.result_maps.get(self.name) or list(range(len(every)))
         unique = sorted(set(self.result_map))
         self.results = tuple(every[self.result_map.index(u)] for u in unique)
-        self._fn = engine.packed_function(signature.name)
         shapes = [a.shape for a in signature.args] + [r.shape for r in self.results]
         self._descriptors = [make_descriptor(s) for s in shapes]
-        self._desc_ptrs = (ctypes.c_void_p * len(shapes))(
-            *[ctypes.addressof(d) for d in self._descriptors])
-        pointer_size = ctypes.sizeof(ctypes.c_void_p)
-        self._packed = (ctypes.c_void_p * len(shapes))(
-            *[ctypes.addressof(self._desc_ptrs) + i * pointer_size for i in range(len(shapes))])
+        self._fn = engine.entry_point(signature.name,
+                                      [ctypes.addressof(d) for d in self._descriptors])
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any, **by_name: Any) -> tuple[np.ndarray, ...]:
@@ -99,7 +98,7 @@ class Executable:
         with self._lock:
             for desc, array in zip(self._descriptors, (*inputs, *outputs), strict=True):
                 desc.allocated = desc.aligned = array.ctypes.data
-            self._fn(self._packed)
+            self._fn()
         return self._expand(outputs)
 
     def _expand(self, unique: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
@@ -169,7 +168,9 @@ def tune_malloc() -> bool:
 
 @dataclass
 class Engine:
-    """One ExecutionEngine over one lowered module (all its public functions)."""
+    """One lowered module (all its public functions) as native code: compiled in-process by
+    MLIR's ExecutionEngine (small modules), or as object files by parallel LLVM processes
+    and loaded into an ORC JIT (big modules, and every disk-cache hit: :mod:`.native`)."""
 
     key: str
     llvm_text: str
@@ -179,29 +180,109 @@ class Engine:
     """Per function: for each result, which distinct returned value it is (a value
     returned twice is compiled once: MLIR's out-params pass cannot alias results)."""
     timings: dict[str, float] = field(default_factory=dict)
+    objects: list[bytes] = field(default_factory=list)
+    """The module's object code (what the disk cache keeps), once compiled or loaded."""
+    native_code: str = ""
+    """How :meth:`start` got it: ``execution-engine`` (in-process), ``parallel-llvm``
+    (object files from parallel LLVM processes) or ``cached-objects`` (the disk cache)."""
     _handles: tuple[Any, ...] = ()
+    _lookup: Callable[[str], int] | None = None
+    _packed_calls: bool = True
 
     def start(self) -> None:
+        """Compile (or load) the native code and resolve every public function now (codegen
+        is lazy otherwise: CODEGEN.md pitfall 10). :attr:`native_code` says how."""
+        started = time.perf_counter()
+        tune_malloc()
+        jobs = native.codegen_jobs(self.llvm_text)
+        if self.objects and self._load_objects():
+            self.native_code = "cached-objects"
+        elif jobs > 1 and self._compile_objects(jobs):
+            self.native_code = "parallel-llvm"
+        else:
+            self._start_execution_engine()
+            self.native_code = "execution-engine"
+        for name in self.signatures:
+            self.function_address(name)
+        self.timings["llvm_codegen_s"] = time.perf_counter() - started
+
+    def _compile_objects(self, jobs: int) -> bool:
+        """Object code from ``jobs`` parallel LLVM processes; False (with a warning) if the
+        tools fail, and the ExecutionEngine compiles the module instead."""
+        try:
+            self.objects = native.compile_objects(self.llvm_text, jobs, opt_level())
+            self._load_objects(strict=True)
+        except (RlxError, OSError) as error:
+            warnings.warn(f"parallel code generation failed, compiling in-process: {error}",
+                          RuntimeWarning, stacklevel=4)
+            self.objects = []
+            return False
+        self.timings["codegen_jobs"] = float(jobs)
+        return True
+
+    def _load_objects(self, strict: bool = False) -> bool:
+        """Load :attr:`objects` into an ORC JIT; False (or an error if ``strict``) when
+        they do not load (the caller then compiles the text again)."""
+        try:
+            native.load_runtime_libraries(runtime_libraries(self.llvm_text))
+            jit = native.ObjectJit(self.objects)
+            self._lookup, self._packed_calls = jit.lookup, False
+            self.function_address(self.default_entry)
+        except (RlxError, OSError):
+            if strict:
+                raise
+            self.objects = []
+            return False
+        self._handles = (jit,)
+        return True
+
+    def _start_execution_engine(self) -> None:
         from mlir import ir
         from mlir.execution_engine import ExecutionEngine
 
-        started = time.perf_counter()
-        tune_malloc()
         context = ir.Context()
         with context:
             module = ir.Module.parse(self.llvm_text)
             engine = ExecutionEngine(module, opt_level=opt_level(),
                                      shared_libs=runtime_libraries(self.llvm_text))
         self._handles = (context, module, engine)
-        for name in self.signatures:  # codegen is lazy: force it now (CODEGEN.md pitfall 10)
-            self.packed_function(name)
-        self.timings["llvm_codegen_s"] = time.perf_counter() - started
+        self._lookup, self._packed_calls = engine.raw_lookup, True
+        self.function_address(self.default_entry)
+        if cache_dir() is not None:
+            dumped = _object_dump(engine)
+            self.objects = [dumped] if dumped else []
 
-    def packed_function(self, name: str) -> Any:
-        address = self._handles[2].raw_lookup("_mlir_ciface_" + name)
+    def function_address(self, name: str) -> int:
+        """Address of ``name``'s C interface (``_mlir_ciface_<name>``); with the
+        ExecutionEngine, of its packed wrapper (one ``void**`` argument)."""
+        address = self._lookup("_mlir_ciface_" + name)
         if not address:
             raise RlxError(f"compiled module has no C interface for @{name}")
-        return ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+        return address
+
+    def entry_point(self, name: str, descriptors: Sequence[int]) -> Callable[[], None]:
+        """A call of ``name`` without arguments on these memref descriptors (addresses:
+        the arrays' pointers are set in them before each call)."""
+        address = self.function_address(name)
+        pointers = (ctypes.c_void_p * len(descriptors))(*descriptors)
+        if self._packed_calls:  # the ExecutionEngine's wrapper: an array of argument pointers
+            size = ctypes.sizeof(ctypes.c_void_p)
+            packed = (ctypes.c_void_p * len(descriptors))(
+                *[ctypes.addressof(pointers) + i * size for i in range(len(descriptors))])
+            call = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+            packed_call = functools.partial(call, packed)
+            packed_call.keep_alive = pointers  # type: ignore[attr-defined]
+            return packed_call
+        call = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(descriptors))(address)
+        return functools.partial(call, *pointers)
+
+
+def _object_dump(engine: Any) -> bytes:
+    """The object file the ExecutionEngine compiled (for the disk cache)."""
+    with tempfile.TemporaryDirectory(prefix="rlx-object-") as tmp:
+        path = os.path.join(tmp, "module.o")
+        engine.dump_to_object_file(path)
+        return pathlib.Path(path).read_bytes() if os.path.exists(path) else b""
 
 
 _ENGINES: dict[str, Engine] = {}
@@ -231,7 +312,7 @@ def compiler_fingerprint() -> str:
 def content_key(text: str) -> str:
     from rlx_mlir.lowering.upstream import pipeline_spec
 
-    material = "\0".join([text, pipeline_spec(), compiler_fingerprint()])
+    material = "\0".join([text, pipeline_spec(), f"O{opt_level()}", compiler_fingerprint()])
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -255,8 +336,22 @@ def _load_from_disk(key: str) -> Engine | None:
     except (OSError, ValueError):
         return None
     signatures = {n: signature_from_json(s) for n, s in meta["signatures"].items()}
-    return Engine(key, llvm_text, signatures, meta["default_entry"],
-                  meta.get("result_maps", {}))
+    engine = Engine(key, llvm_text, signatures, meta["default_entry"],
+                    meta.get("result_maps", {}))
+    engine.objects = _cached_objects(folder, key, meta)
+    return engine
+
+
+def _cached_objects(folder: pathlib.Path, key: str, meta: dict) -> list[bytes]:
+    """The module's object files if they were compiled for this host (else none: the
+    LLVM-dialect text is compiled again)."""
+    count = int(meta.get("objects", 0))
+    try:
+        if not count or meta.get("host") != native.host_id():
+            return []
+        return [(folder / f"{key}.{i}.o").read_bytes() for i in range(count)]
+    except (OSError, RlxError):
+        return []
 
 
 def _store_on_disk(engine: Engine) -> None:
@@ -267,16 +362,20 @@ def _store_on_disk(engine: Engine) -> None:
             "default_entry": engine.default_entry, "result_maps": engine.result_maps}
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _atomic_write(folder / f"{engine.key}.llvm.mlir", engine.llvm_text)
-        _atomic_write(folder / f"{engine.key}.json", json.dumps(meta))
-    except OSError:
+        _atomic_write(folder / f"{engine.key}.llvm.mlir", engine.llvm_text.encode())
+        if engine.objects:
+            for i, data in enumerate(engine.objects):
+                _atomic_write(folder / f"{engine.key}.{i}.o", data)
+            meta.update(objects=len(engine.objects), host=native.host_id())
+        _atomic_write(folder / f"{engine.key}.json", json.dumps(meta).encode())
+    except (OSError, RlxError):
         pass  # an unwritable cache only costs time
 
 
-def _atomic_write(path: pathlib.Path, text: str) -> None:
+def _atomic_write(path: pathlib.Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
     os.replace(tmp, path)
 
 

@@ -118,7 +118,12 @@ func.func @custom_masks(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor
 // CHECK: %[[BS:.*]] = tensor.extract_slice %b[%{{.*}}, %{{.*}}, 0, 0] [1, 2, 3, 5] [1, 1, 1, 1] : tensor<1x2x3x5xf32> to tensor<1x2x3x5xf32>
 // CHECK: %[[B:.*]] = tensor.expand_shape %[[BS]] {{\[\[}}0 : i64], [1 : i64, 2 : i64], [3 : i64], [4 : i64]] output_shape [1, 1, 2, 3, 5] : tensor<1x2x3x5xf32> into tensor<1x1x2x3x5xf32>
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[B]] : tensor<1x1x2x3x5xf32>, tensor<1x1x2x3x5xf32>)
-// CHECK: %[[R:.*]] = arith.divf
+// score scale 1/sqrt(4), then s / cap with cap = 2 as s * 0.5 (a power-of-two divisor
+// becomes its exact reciprocal)
+// CHECK: arith.constant 5.000000e-01 : f32
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-NEXT: %[[R:.*]] = arith.mulf %{{.*}}, %[[HALF]] : f32
 // f32 tanh is the emitter's rational approximation on [-7.905, 7.905], clamped to [-1, 1]
 // CHECK-NEXT: %[[LO:.*]] = arith.constant -7.90531111 : f32
 // CHECK-NEXT: arith.maximumf %[[R]], %[[LO]] : f32

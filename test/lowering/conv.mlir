@@ -63,8 +63,9 @@ func.func @conv_dilated(%x: tensor<2x3x9x9xf64>, %w: tensor<4x3x3x2xf64>) -> ten
 // CHECK: tensor.empty() : tensor<2x2xf32>
 // CHECK: linalg.generic {{.*}} ins(%x, %{{.*}} : tensor<1x2x5x5xf32>, tensor<2x2xf32>)
 // CHECK: arith.addf
-// CHECK: arith.constant 4.000000e+00 : f32
-// CHECK: arith.divf
+// the average of 2x2 taps: a product by 1/4 (exact for a power-of-two window)
+// CHECK: arith.constant 2.500000e-01 : f32
+// CHECK: arith.mulf
 func.func @pools(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x2x2xf32>) {
   %m = rlx.max_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>
   %a = rlx.avg_pool2d %x {kernel = array<i64: 2, 2>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x2x2xf32>

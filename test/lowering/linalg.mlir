@@ -54,8 +54,9 @@ func.func @matmuls(%a: tensor<4x8xf32>, %w: tensor<8x3xf32>, %x: tensor<2x4x8xf3
 // CHECK: arith.constant 1.000000e+00 : f32
 // CHECK: arith.mulf
 // CHECK: linalg.reduce ins(%x:tensor<2x3x4xf32>) outs(%{{.*}}:tensor<3xf32>) dimensions = [0, 2]
-// CHECK: arith.constant 8.000000e+00 : f32
-// CHECK-NEXT: arith.divf
+// the mean over 8 elements: a product by the exact reciprocal (2^-3), not a division
+// CHECK: arith.constant 1.250000e-01 : f32
+// CHECK-NEXT: arith.mulf
 // CHECK: arith.constant -2147483648 : i32
 // CHECK: arith.maxsi
 // CHECK: arith.constant 9223372036854775807 : i64

@@ -39,7 +39,9 @@ func.func @softmax(%x: tensor<4x8xf32>, %z: tensor<4x8xf64>) -> (tensor<4x8xf32>
 // reading the row statistics with (d0, 0) and gamma, beta with (d1).
 // CHECK-LABEL: func.func @layer_norm
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x
-// CHECK: arith.divf {{.*}}, %{{.*}} : f32
+// the mean over 8 columns: a product by the exact reciprocal 1/8
+// CHECK: %[[EIGHTH:.*]] = arith.constant 1.250000e-01 : f32
+// CHECK-NEXT: arith.mulf {{.*}}, %[[EIGHTH]] : f32
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
 // CHECK: arith.subf
 // CHECK-NEXT: arith.mulf

@@ -1,0 +1,143 @@
+"""Object code: parallel LLVM code generation, the ORC loader and the object disk cache."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import rlx_mlir as rlx
+from rlx_mlir.runtime import jit, native
+
+# a matmul big enough for the packed, 2-thread schedule (async runtime calls, several
+# outlined functions) and a second public function
+TEXT = """
+func.func @step(%x: tensor<256x128xf32>, %w: tensor<128x192xf32>) -> tensor<256x192xf32> {
+  %y = rlx.matmul %x, %w : (tensor<256x128xf32>, tensor<128x192xf32>) -> tensor<256x192xf32>
+  %z = rlx.gelu %y : (tensor<256x192xf32>) -> tensor<256x192xf32>
+  func.return %z : tensor<256x192xf32>
+}
+func.func @scale(%x: tensor<1000xf32>) -> tensor<1000xf32> {
+  %y = rlx.tanh %x : (tensor<1000xf32>) -> tensor<1000xf32>
+  func.return %y : tensor<1000xf32>
+}
+"""
+
+
+def inputs(rng):
+    return (rng.standard_normal((256, 128)).astype(np.float32),
+            rng.standard_normal((128, 192)).astype(np.float32) / 8)
+
+
+def check_step(f, rng):
+    x, w = inputs(rng)
+    want = rlx.interpret(TEXT, x, w, entry="step")[0]
+    np.testing.assert_allclose(f(x, w)[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """An empty disk cache and memory cache (engines compiled before stay alive)."""
+    monkeypatch.setenv("RLX_CACHE_DIR", str(tmp_path))
+    jit.clear_memory_cache()
+    yield tmp_path
+    jit.clear_memory_cache()
+
+
+def test_parallel_codegen_runs_the_same_as_the_execution_engine(fresh, monkeypatch, rng):
+    monkeypatch.setenv("RLX_CODEGEN_JOBS", "2")
+    f = jit.compile(TEXT, entry="step")
+    assert f.engine.native_code == "parallel-llvm"
+    assert len(f.engine.objects) == 2 and f.engine.timings["codegen_jobs"] == 2
+    check_step(f, rng)
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    np.testing.assert_allclose(jit.compile(TEXT, entry="scale")(x)[0], np.tanh(x),
+                               rtol=1e-5, atol=1e-6)
+
+    monkeypatch.setenv("RLX_CODEGEN_JOBS", "1")
+    monkeypatch.setenv("RLX_CACHE_DIR", "off")
+    jit.clear_memory_cache()
+    in_process = jit.compile(TEXT, entry="step")
+    assert in_process.engine.native_code == "execution-engine"
+    x, w = inputs(rng)
+    np.testing.assert_array_equal(in_process(x, w)[0], f(x, w)[0])
+
+
+def test_small_modules_compile_in_process():
+    assert native.codegen_jobs("x" * 1000) == 1
+
+
+def test_the_disk_cache_loads_object_code_in_a_fresh_process(tmp_path):
+    module = tmp_path / "module.mlir"
+    module.write_text(TEXT)
+    script = textwrap.dedent(f"""
+        import json, pathlib, time, numpy as np
+        from rlx_mlir.runtime.jit import compile
+        t = time.perf_counter()
+        f = compile(pathlib.Path({str(module)!r}).read_text(), entry="step")
+        elapsed = time.perf_counter() - t
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((256, 128)).astype(np.float32)
+        w = rng.standard_normal((128, 192)).astype(np.float32) / 8
+        print(json.dumps({{"how": f.engine.native_code, "s": elapsed,
+                          "sum": float(f(x, w)[0].sum(dtype=np.float64))}}))
+    """)
+    env = {"RLX_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+           "RLX_CODEGEN_JOBS": "2"}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env,
+                                      capture_output=True, text=True, check=True).stdout)
+            for _ in range(2)]
+    assert [r["how"] for r in runs] == ["parallel-llvm", "cached-objects"]
+    assert runs[0]["sum"] == runs[1]["sum"]
+    assert len(list(tmp_path.glob("*.o"))) == 2
+
+
+def test_execution_engine_objects_are_cached_too(fresh, rng):
+    f = jit.compile(TEXT, entry="step")
+    assert f.engine.native_code == "execution-engine" and len(f.engine.objects) == 1
+    jit.clear_memory_cache()
+    again = jit.compile(TEXT, entry="step")
+    assert again.engine.native_code == "cached-objects"
+    check_step(again, rng)
+
+
+def cached_meta(folder):
+    (meta,) = folder.glob("*.json")
+    return meta, json.loads(meta.read_text())
+
+
+def test_objects_of_another_host_are_compiled_again(fresh, rng):
+    jit.compile(TEXT, entry="step")
+    path, meta = cached_meta(fresh)
+    path.write_text(json.dumps({**meta, "host": "some-other-cpu"}))
+    jit.clear_memory_cache()
+    f = jit.compile(TEXT, entry="step")
+    assert "disk_cache_hit" in f.engine.timings
+    assert f.engine.native_code == "execution-engine"
+    check_step(f, rng)
+
+
+def test_a_corrupt_object_falls_back_to_the_cached_text(fresh, rng):
+    jit.compile(TEXT, entry="step")
+    (obj,) = fresh.glob("*.o")
+    obj.write_bytes(b"\x7fELF not really an object file")
+    jit.clear_memory_cache()
+    f = jit.compile(TEXT, entry="step")
+    assert f.engine.native_code == "execution-engine"
+    check_step(f, rng)
+
+
+def test_failing_tools_warn_and_compile_in_process(fresh, monkeypatch, rng):
+    monkeypatch.setenv("RLX_CODEGEN_JOBS", "2")
+    monkeypatch.setattr(native, "tool", lambda name: "/bin/false")
+    with pytest.warns(RuntimeWarning, match="parallel code generation failed"):
+        f = jit.compile(TEXT, entry="step")
+    assert f.engine.native_code == "execution-engine"
+    check_step(f, rng)
+
+
+def test_unloadable_objects_are_a_clear_error():
+    with pytest.raises(rlx.RlxError, match="loading native code"):
+        native.ObjectJit([b"not an object file"])
