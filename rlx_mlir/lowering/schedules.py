@@ -400,6 +400,8 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
              f": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
              f"    transform.structured.vectorize %t{i} {{create_named_contraction}} "
              f": !transform.any_op\n")
+    if zero_init and not tile_k:  # each C tile is read once, before any write: it is 0
+        text += f"    transform.annotate %kl{i} \"{ZERO_ACC_ATTR}\" : !transform.any_op\n"
     return text
 
 
@@ -407,11 +409,68 @@ def _fused_fill(i: int, row: int) -> str:
     """Fuse the matmul's init fill into its ``scf.forall`` (through the shared output: the
     forall then starts from ``tensor.empty``, so bufferization needs no copy of a fill that
     CSE shared between matmuls) and vectorize the fused fill by rows."""
+    sizes = [1, _vec_size(row) or 0]
+    sizes[1] = sizes[1] if sizes[1] < row else 0
+    outer = f"%zt{i}_l#0" if sizes[1] else f"%zt{i}_l"
     return (f"    %zf{i}, %zl{i} = transform.structured.fuse_into_containing_op %init{i} "
             f"into %fl{i} : (!transform.any_op, !transform.any_op) -> "
             f"(!transform.any_op, !transform.any_op)\n"
-            + _tile_for(f"%zf{i}", [1, _vec_size(row) or 0], f"%zt{i}")
-            + f"    transform.structured.vectorize %zt{i} : !transform.any_op\n")
+            + _tile_for(f"%zf{i}", sizes, f"%zt{i}")
+            + f"    transform.structured.vectorize %zt{i} : !transform.any_op\n"
+            + f"    transform.annotate {outer} \"{ZERO_FILL_ATTR}\" : !transform.any_op\n")
+
+
+ZERO_ACC_ATTR = "rlx_zero_acc"  # k loop of a zero-initialised matmul with K in one tile
+ZERO_FILL_ATTR = "rlx_zero_fill"  # that matmul's fill, fused into its thread split
+
+
+def zero_accumulators(module) -> int:
+    """Start the C tiles of zero-initialised matmuls (K in one tile) from a zero vector
+    instead of reading C; then the zero fill fused into the matmul's ``scf.forall`` is
+    dead (every element of C is written by a tile) and is removed. Returns the tiles
+    rewritten. Each step is checked on the IR: a fill is only removed when every C tile
+    of its forall was rewritten."""
+    rewritten = [loop for loop in walk_ops(module)
+                 if ZERO_ACC_ATTR in loop.attributes and _start_from_zero(loop)]
+    for fill in [op for op in walk_ops(module) if ZERO_FILL_ATTR in op.attributes]:
+        owner = _enclosing_forall(fill)
+        tiles = [op for op in walk_ops(owner) if ZERO_ACC_ATTR in op.attributes] if owner else []
+        if tiles and all(any(t == r for r in rewritten) for t in tiles):
+            for result, init in zip(fill.results, list(fill.operands)[3:], strict=True):
+                result.replace_all_uses_with(init)
+            fill.erase()
+        else:
+            del fill.attributes[ZERO_FILL_ATTR]
+    for loop in [op for op in walk_ops(module) if ZERO_ACC_ATTR in op.attributes]:
+        del loop.attributes[ZERO_ACC_ATTR]
+    return len(rewritten)
+
+
+def _start_from_zero(loop) -> bool:
+    """Replace the k loop's vector accumulator init (a ``vector.transfer_read`` of C) by
+    zeros; False if the loop has no such init (e.g. the hoisting did not happen)."""
+    from mlir import ir
+    from mlir.dialects import arith
+
+    inits = list(loop.operands)[3:]
+    reads = [j for j, v in enumerate(inits) if isinstance(v.type, ir.VectorType)
+             and getattr(v.owner, "name", "") == "vector.transfer_read"]
+    if len(reads) != 1:
+        return False
+    vector_type = ir.VectorType(inits[reads[0]].type)
+    with loop.location:
+        zero = ir.DenseElementsAttr.get_splat(
+            vector_type, ir.FloatAttr.get(vector_type.element_type, 0.0))
+        constant = arith.ConstantOp(vector_type, zero, ip=ir.InsertionPoint(loop))
+    loop.operands[3 + reads[0]] = constant.result
+    return True
+
+
+def _enclosing_forall(op):
+    parent = op.parent
+    while parent is not None and parent.name not in ("scf.forall", "func.func"):
+        parent = parent.parent
+    return parent if parent is not None and parent.name == "scf.forall" else None
 
 
 HOIST_ATTR = "rlx_hoist"
@@ -484,9 +543,17 @@ def _schedule_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
 
 
 def _zero_filled_init(op) -> bool:
-    """The matmul's init is a ``linalg.fill`` (of zeros: contractions start from 0)."""
-    owner = op.operands[2].owner
-    return getattr(owner, "name", "") == "linalg.fill"
+    """The matmul's init is a ``linalg.fill`` of 0.0 (what contractions start from)."""
+    from mlir import ir
+
+    fill = op.operands[2].owner
+    if getattr(fill, "name", "") != "linalg.fill":
+        return False
+    constant = fill.operands[0].owner
+    if getattr(constant, "name", "") != "arith.constant":
+        return False
+    value = constant.attributes["value"]
+    return isinstance(value, ir.FloatAttr) and ir.FloatAttr(value).value == 0.0
 
 
 def _schedule_batch_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
@@ -587,6 +654,7 @@ def apply_schedules(module) -> None:
         print(script, file=sys.stderr)
     if counts:
         _run_script(module, script)
+        zero_accumulators(module)
 
 
 _BUFFERIZE = """module attributes {transform.with_named_sequence} {

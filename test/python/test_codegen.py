@@ -98,6 +98,55 @@ def test_thread_split_ir(monkeypatch):
     assert "scf.forall" not in texts["schedule"]
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_zero_initialised_matmul_starts_from_zero_registers(monkeypatch, threads):
+    """K in one cache tile (K = 256): each 4x64 C tile starts as a zero vector instead of
+    being read back; with a thread split the zero fill is fused into it and then removed
+    (every element of C is written by a tile)."""
+    monkeypatch.setenv("RLX_NUM_THREADS", threads)
+    module = matmul_module(512, 256, 512)
+    texts = stage_texts(module)
+    schedule = texts["schedule"]
+    assert re.search(r"arith.constant dense<0.000000e\+00> : vector<4x64xf32>", schedule)
+    assert ("linalg.fill" in schedule) == (threads == "1")  # no forall: the fill stays
+    if threads == "2":  # the only write left is the C tile's (no vectorized fill)
+        assert schedule.count("vector.transfer_write") == 1
+    assert "rlx_zero" not in schedule
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in ((512, 256), (256, 512)))
+    np.testing.assert_allclose(run(module, "fast", a, b)[0], a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_matmul_with_k_in_several_tiles_keeps_reading_its_accumulator(monkeypatch):
+    """K = 1024 spans two 512-wide cache tiles: the second adds to what the first wrote,
+    so C tiles are read and the (fused) zero fill stays."""
+    monkeypatch.setenv("RLX_NUM_THREADS", "2")
+    module = matmul_module(256, 1024, 512)
+    schedule = stage_texts(module)["schedule"]
+    assert not re.search(r"dense<0.000000e\+00> : vector<4x64xf32>", schedule)
+    assert schedule.count("vector.transfer_write") == 2  # C tiles and the fused zero fill
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in ((256, 1024), (1024, 512)))
+    np.testing.assert_allclose(run(module, "fast", a, b)[0], a @ b, rtol=1e-4, atol=2e-3)
+
+
+def test_weight_gradient_transposes_the_smaller_factor():
+    """``x^T @ dy`` (x [64, 16], dy [64, 128]): the contraction reads x through its
+    transpose and copies x (1024 elements) into matmul order, not dy (8192) and then the
+    result."""
+    b = rlx.Builder("wgrad")
+    x, dy = b.input("x", (64, 16)), b.input("dy", (64, 128))
+    b.ret(b.transpose(x, perm=[1, 0]) @ dy)
+    contractions = stage_texts(b.module)["contractions"]
+    transposes = re.findall(r"linalg.transpose ins\(%\w+ : (tensor<[0-9x]+xf32>)", contractions)
+    assert transposes == ["tensor<64x16xf32>"]
+    assert "linalg.matmul" in contractions
+    rng = np.random.default_rng(4)
+    xs, dys = rng.standard_normal((64, 16)), rng.standard_normal((64, 128))
+    (fast,) = run(b.module, "fast", xs.astype(np.float32), dys.astype(np.float32))
+    np.testing.assert_allclose(fast, xs.T @ dys, rtol=1e-4, atol=1e-4)
+
+
 def test_elementwise_chain_is_fused_and_vectorized():
     texts = stage_texts(chain_module(64, 256))
     after = texts["schedule"]
