@@ -321,9 +321,9 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
     """CODEGEN.md §1a: cache tiles, register tile, packed A/B panels via pad + hoist_pad.
 
     M and N remainders (not multiples of MR / NR) are split off and get the small schedule;
-    the main part is a multiple of the tiles, so every packed panel is static. A zero
-    ``linalg.fill`` init (``zero_init``) is fused into the thread split: each thread
-    zeroes its own part of C right before using it."""
+    the main part is a multiple of the tiles, so every packed panel is static. With a zero
+    ``linalg.fill`` init (``zero_init``) and K in one cache tile, the loops are tagged for
+    :func:`zero_accumulators`."""
     m, n, k = info.ranges
     p = packed_matmul_plan(m, n, k, threads)
     if p is None:
@@ -331,10 +331,6 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
     mr, nr, kc, nc, mc = p["mr"], p["nr"], p["kc"], p["nc"], p["mc"]
     n_main, m_main = p["n_main"], p["m_main"]
     text = _match(i, info.name, f"%mm{i}")
-    fuse_fill = zero_init and p["fdim"] >= 0 and (n_main, m_main) == (n, m)
-    if fuse_fill:
-        text += (f"    %init{i} = transform.get_producer_of_operand %mm{i}[2] "
-                 f": (!transform.any_op) -> !transform.any_op\n")
     main = f"%mm{i}"
     if n_main < n:
         text += _split(main, n_main, 1, f"%sn{i}", f"%rn{i}")
@@ -352,8 +348,6 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
                  f"tile_sizes {fsizes} : (!transform.any_op) -> "
                  f"(!transform.any_op, !transform.any_op)\n")
         main = f"%fa{i}"
-        if fuse_fill:
-            text += _fused_fill(i, p["per"] if p["fdim"] == 1 else n_main)
         n_part = p["per"] if p["fdim"] == 1 else n_main
         m_part = p["per"] if p["fdim"] == 0 else m_main
     else:
@@ -400,77 +394,123 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
              f": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
              f"    transform.structured.vectorize %t{i} {{create_named_contraction}} "
              f": !transform.any_op\n")
-    if zero_init and not tile_k:  # each C tile is read once, before any write: it is 0
-        text += f"    transform.annotate %kl{i} \"{ZERO_ACC_ATTR}\" : !transform.any_op\n"
+    if zero_init:
+        text += _zero_init_tags(i, tile_k, f"%c{i}_l#1" if tile_n else f"%c{i}_l",
+                                p["fdim"] >= 0 and (n_main, m_main) == (n, m))
     return text
 
 
-def _fused_fill(i: int, row: int) -> str:
-    """Fuse the matmul's init fill into its ``scf.forall`` (through the shared output: the
-    forall then starts from ``tensor.empty``, so bufferization needs no copy of a fill that
-    CSE shared between matmuls) and vectorize the fused fill by rows."""
-    sizes = [1, _vec_size(row) or 0]
-    sizes[1] = sizes[1] if sizes[1] < row else 0
-    outer = f"%zt{i}_l#0" if sizes[1] else f"%zt{i}_l"
-    return (f"    %zf{i}, %zl{i} = transform.structured.fuse_into_containing_op %init{i} "
-            f"into %fl{i} : (!transform.any_op, !transform.any_op) -> "
-            f"(!transform.any_op, !transform.any_op)\n"
-            + _tile_for(f"%zf{i}", sizes, f"%zt{i}")
-            + f"    transform.structured.vectorize %zt{i} : !transform.any_op\n"
-            + f"    transform.annotate {outer} \"{ZERO_FILL_ATTR}\" : !transform.any_op\n")
+def _zero_init_tags(i: int, tile_k: bool, kc_loop: str, whole_forall: bool) -> str:
+    """Tags for :func:`zero_accumulators`: the k loop (C tiles start at zero: always, or in
+    the first k_c block when K spans several cache tiles), the k_c loop, and a thread
+    split that writes every element of C."""
+    def annotate(handle: str, name: str) -> str:
+        return f"    transform.annotate {handle} \"{name}\" : !transform.any_op\n"
+
+    text = annotate(f"%kl{i}", ZERO_ACC_KC_ATTR if tile_k else ZERO_ACC_ATTR)
+    text += annotate(kc_loop, ZERO_KC_ATTR) if tile_k else ""
+    return text + (annotate(f"%fl{i}", ZERO_OUT_ATTR) if whole_forall else "")
 
 
 ZERO_ACC_ATTR = "rlx_zero_acc"  # k loop of a zero-initialised matmul with K in one tile
-ZERO_FILL_ATTR = "rlx_zero_fill"  # that matmul's fill, fused into its thread split
+ZERO_ACC_KC_ATTR = "rlx_zero_acc_kc"  # the same when K spans several k_c cache tiles
+ZERO_KC_ATTR = "rlx_zero_kc"  # the k_c loop of the latter
+ZERO_OUT_ATTR = "rlx_zero_out"  # that matmul's thread split (it writes every element of C)
+ZERO_TAGS = (ZERO_ACC_ATTR, ZERO_ACC_KC_ATTR, ZERO_KC_ATTR, ZERO_OUT_ATTR)
 
 
 def zero_accumulators(module) -> int:
-    """Start the C tiles of zero-initialised matmuls (K in one tile) from a zero vector
-    instead of reading C; then the zero fill fused into the matmul's ``scf.forall`` is
-    dead (every element of C is written by a tile) and is removed. Returns the tiles
-    rewritten. Each step is checked on the IR: a fill is only removed when every C tile
-    of its forall was rewritten."""
-    rewritten = [loop for loop in walk_ops(module)
-                 if ZERO_ACC_ATTR in loop.attributes and _start_from_zero(loop)]
-    for fill in [op for op in walk_ops(module) if ZERO_FILL_ATTR in op.attributes]:
-        owner = _enclosing_forall(fill)
-        tiles = [op for op in walk_ops(owner) if ZERO_ACC_ATTR in op.attributes] if owner else []
-        if tiles and all(any(t == r for r in rewritten) for t in tiles):
-            for result, init in zip(fill.results, list(fill.operands)[3:], strict=True):
-                result.replace_all_uses_with(init)
-            fill.erase()
-        else:
-            del fill.attributes[ZERO_FILL_ATTR]
-    for loop in [op for op in walk_ops(module) if ZERO_ACC_ATTR in op.attributes]:
-        del loop.attributes[ZERO_ACC_ATTR]
+    """Start the C tiles of zero-initialised matmuls from a zero vector instead of reading
+    C back (when K spans several cache tiles: in the first k_c block only); then a thread
+    split whose tiles all start from zero no longer needs its zero fill: its shared output
+    starts from the fill's ``tensor.empty`` (every element of C is written before it is
+    read). Returns the tiles rewritten. Each step is checked on the IR: the fill is only
+    dropped when every tile of the forall was rewritten."""
+    tagged = [op for op in walk_ops(module) if any(t in op.attributes for t in ZERO_TAGS)]
+    tiles = [op for op in tagged if ZERO_ACC_ATTR in op.attributes
+             or ZERO_ACC_KC_ATTR in op.attributes]
+    rewritten = [op for op in tiles if _start_from_zero(op)]
+    for forall in [op for op in tagged if ZERO_OUT_ATTR in op.attributes]:
+        inside = [op for op in walk_ops(forall) if any(op == t for t in tiles)]
+        if inside and all(any(t == r for r in rewritten) for t in inside):
+            _drop_zero_fill(forall)
+    for op in tagged:
+        for name in ZERO_TAGS:
+            if name in op.attributes:
+                del op.attributes[name]
     return len(rewritten)
+
+
+def _drop_zero_fill(forall) -> None:
+    """The forall's shared output starts from its zero fill's destination instead."""
+    operand = len(forall.operands) - 1
+    fill = forall.operands[operand].owner
+    if not _is_zero_fill(fill):
+        return
+    forall.operands[operand] = fill.operands[1]
+    if not list(fill.results[0].uses):
+        fill.erase()
 
 
 def _start_from_zero(loop) -> bool:
     """Replace the k loop's vector accumulator init (a ``vector.transfer_read`` of C) by
-    zeros; False if the loop has no such init (e.g. the hoisting did not happen)."""
+    zeros, or by ``select(first k_c block, zeros, read)``; False if the loop has no such
+    init (e.g. the hoisting did not happen) or its k_c loop is not found."""
     from mlir import ir
     from mlir.dialects import arith
 
     inits = list(loop.operands)[3:]
     reads = [j for j, v in enumerate(inits) if isinstance(v.type, ir.VectorType)
              and getattr(v.owner, "name", "") == "vector.transfer_read"]
-    if len(reads) != 1:
+    kc_loop = _enclosing_tagged(loop, ZERO_KC_ATTR)
+    if len(reads) != 1 or (ZERO_ACC_KC_ATTR in loop.attributes and kc_loop is None):
         return False
-    vector_type = ir.VectorType(inits[reads[0]].type)
+    read = inits[reads[0]]
+    vector_type = ir.VectorType(read.type)
     with loop.location:
-        zero = ir.DenseElementsAttr.get_splat(
+        ip = ir.InsertionPoint(loop)
+        splat = ir.DenseElementsAttr.get_splat(
             vector_type, ir.FloatAttr.get(vector_type.element_type, 0.0))
-        constant = arith.ConstantOp(vector_type, zero, ip=ir.InsertionPoint(loop))
-    loop.operands[3 + reads[0]] = constant.result
+        start = arith.ConstantOp(vector_type, splat, ip=ip).result
+        if ZERO_ACC_KC_ATTR in loop.attributes:
+            iv, lower = kc_loop.regions[0].blocks[0].arguments[0], kc_loop.operands[0]
+            first = arith.CmpIOp(arith.CmpIPredicate.eq, iv, lower, ip=ip).result
+            start = arith.SelectOp(first, start, read, ip=ip).result
+    loop.operands[3 + reads[0]] = start
     return True
 
 
-def _enclosing_forall(op):
+def _enclosing_tagged(op, name: str):
+    """The closest enclosing op carrying ``name``, below the nearest forall or function."""
     parent = op.parent
     while parent is not None and parent.name not in ("scf.forall", "func.func"):
+        if name in parent.attributes:
+            return parent
         parent = parent.parent
-    return parent if parent is not None and parent.name == "scf.forall" else None
+    return None
+
+
+FILL_ATTR = "rlx_fill"
+
+
+def unshare_fills(module) -> int:
+    """Give every user of a multi-use ``linalg.fill`` its own copy of the fill: CSE merges
+    the identical zero inits of different matmuls, and bufferization then copies the one
+    filled buffer for each of them (a read and a write instead of a write). Every copy
+    carries its own ``rlx_fill`` number, so later CSE runs keep them apart. Returns the
+    fills added."""
+    from mlir import ir
+
+    i64 = ir.IntegerType.get_signless(64)
+    fills = [op for op in walk_ops(module) if op.name == "linalg.fill" and op.results]
+    added = 0
+    for fill in fills:
+        for use in list(fill.results[0].uses)[1:]:
+            clone = fill.clone(ip=ir.InsertionPoint(use.owner))
+            added += 1
+            clone.attributes[FILL_ATTR] = ir.IntegerAttr.get(i64, added)
+            use.owner.operands[use.operand_number] = clone.results[0]
+    return added
 
 
 HOIST_ATTR = "rlx_hoist"
@@ -544,12 +584,15 @@ def _schedule_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
 
 def _zero_filled_init(op) -> bool:
     """The matmul's init is a ``linalg.fill`` of 0.0 (what contractions start from)."""
+    return _is_zero_fill(op.operands[2].owner)
+
+
+def _is_zero_fill(op) -> bool:
     from mlir import ir
 
-    fill = op.operands[2].owner
-    if getattr(fill, "name", "") != "linalg.fill":
+    if getattr(op, "name", "") != "linalg.fill":
         return False
-    constant = fill.operands[0].owner
+    constant = op.operands[0].owner
     if getattr(constant, "name", "") != "arith.constant":
         return False
     value = constant.attributes["value"]
@@ -599,9 +642,9 @@ def plan(module) -> tuple[str, dict[str, int]]:
     """Tag ops of the upstream ``module`` and return (transform script, counts by kind)."""
     from mlir import ir
 
+    unshare_fills(module)
     threads, skipped = num_threads(), skipped_kinds()
     fragments: list[str] = []
-    fills: list[str] = []  # scheduled after the matmuls, which may fuse them first
     counts: dict[str, int] = {}
     for op in _candidates(module):
         info = _loop_info(op)
@@ -609,20 +652,22 @@ def plan(module) -> tuple[str, dict[str, int]]:
             continue
         if len(op.results) > 1 and "reduction" in info.iterators:
             continue  # multi-result reductions: the vectorizer rejects them
-        i = len(fragments) + len(fills)
+        i = len(fragments)
         frag = SCHEDULES.get(info.name, _schedule_generic)(i, op, info, threads)
         if frag is None or frag.kind in skipped:
             continue
         text = frag.text + (_mark_hoist(frag.hoist) if frag.hoist else "")
         op.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
-        (fills if info.name == "linalg.fill" else fragments).append(_guarded(i, text))
+        fragments.append(_guarded(i, text))
         counts[frag.kind] = counts.get(frag.kind, 0) + 1
-    script = ("module attributes {transform.with_named_sequence} {\n"
-              "  transform.named_sequence @__transform_main(%root: !transform.any_op "
-              "{transform.readonly}) {\n" + "".join(fragments + fills)
-              + (_FINISH_CONTRACTIONS if any(HOIST_ATTR in f for f in fragments) else "")
-              + "    transform.yield\n  }\n}\n")
-    return script, counts
+    finish = _FINISH_CONTRACTIONS if any(HOIST_ATTR in f for f in fragments) else ""
+    return _script("".join(fragments) + finish), counts
+
+
+def _script(body: str) -> str:
+    return ("module attributes {transform.with_named_sequence} {\n"
+            "  transform.named_sequence @__transform_main(%root: !transform.any_op "
+            "{transform.readonly}) {\n" + body + "    transform.yield\n  }\n}\n")
 
 
 # ---------------------------------------------------------------- stages
