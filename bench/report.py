@@ -158,6 +158,7 @@ def machine_info(args, started: float, finished: float) -> dict[str, Any]:
         "policy_env": {k: os.environ.get(k, "(unset)") for k in POLICY_VARS},
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
         "quick": args.quick, "budget_s": args.budget, "threads": args.threads,
+        "rounds": args.rounds,
         "workloads": args.only, "peers": args.peers,
     }
 

@@ -117,14 +117,17 @@ def _method(data: dict[str, Any]) -> str:
   call (it holds JAX's and torch.compile's compilation), one warm-up call, then timed
   calls until they add up to ~{meta['budget_s']} s and number at least 5 (at most 2000;
   a call slower than the budget is timed fewer times, down to once, capping a case at
-  ~4x the budget: see `reps` in results.json); the tables give the **median** and the
-  min–max in ms. rlx compiles before the first call (its compile time is in the
+  ~4x the budget: see `reps` in results.json). The whole cell list runs
+  {meta.get('rounds', 1)} times (rounds, one after the other) and the tables give the
+  **median of the rounds' medians** (`round_medians_ms` in results.json) and the min–max
+  of all calls in ms: other tenants of this shared machine cause bursts of load that
+  spoil one round of a cell, not the cell. rlx compiles before the first call (its compile time is in the
   compile table), and its cache dir (`RLX_CACHE_DIR`) is a fresh empty temp dir per cell.
 * Peers: `rlx` = `rlx_mlir.compile` (for models, of `@<f>_grad` from `grad_with_loss`,
   called with `d_output = 1`); `numpy` = hand-written forward + backward
   (`bench/peer_numpy.py`); `torch` = eager with `torch.autograd.grad`; `torch_compile` =
   `torch.compile` (inductor, default mode) of the loss function, backward through
-  AOTAutograd, inductor cache in a fresh per-run dir; `jax` = `jax.jit` of
+  AOTAutograd, inductor cache in a fresh dir per round; `jax` = `jax.jit` of
   `jax.value_and_grad`. A training step returns the loss and all parameter gradients
   (no optimizer update).
 * A table cell `error` is a failed cell (see the notes); `—` is a cell not run.
@@ -165,7 +168,7 @@ def _compile_section(data: dict[str, Any]) -> str:
         "autodiff + compile + first call; the cached object code is loaded, no compiler runs). "
         "JAX and torch.compile: "
         "first call minus a steady call, from the model cells of the lowest thread count "
-        "(torch.compile's inductor cache starts empty in each `bench/run.py` run, so that "
+        "(torch.compile's inductor cache starts empty in each round, so that "
         "cell is its cold compile; the C++ toolchain warm-up may be shared with earlier "
         "cells).",
         f"Reproduce: `{RUN} --only compile --peers rlx` (rlx columns) and "

@@ -7,6 +7,10 @@ hanging cell becomes an error cell of the report, never a crash of the run::
 
     python bench/run.py --only gemm --peers rlx,numpy --threads 1
     python bench/run.py --quick --only gemm --peers numpy,rlx --no-write   # smoke test
+
+The whole cell list runs ``--rounds`` times (default 3) and a case's time is the median
+of its rounds' medians: a burst of load from other tenants of this shared machine spoils
+one round of a cell, not the cell.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 import pathlib
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +45,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", default=None, help="thread counts (default 1,2; quick: 1)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, tiny time budget")
     parser.add_argument("--budget", type=float, default=None,
-                        help="seconds of timed calls per case (default 1.0; quick: 0.05)")
+                        help="seconds of timed calls per case and round (default 0.5; quick: 0.05)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="runs of the whole cell list; a case's time is the median of "
+                             "its rounds' medians (default 3; quick: 1)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per subprocess")
     parser.add_argument("--no-write", action="store_true",
                         help="print the tables; write neither results.json nor docs/")
@@ -53,7 +61,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.only = _split(args.only, WORKLOADS, "workload")
     args.peers = _split(args.peers, PEERS, "peer")
     args.threads = [int(t) for t in (args.threads or ("1" if args.quick else "1,2")).split(",")]
-    args.budget = args.budget if args.budget is not None else (0.05 if args.quick else 1.0)
+    args.budget = args.budget if args.budget is not None else (0.05 if args.quick else 0.5)
+    args.rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
     return args
 
 
@@ -85,8 +94,10 @@ def plan_cells(args: argparse.Namespace) -> list[dict[str, Any]]:
     return cells
 
 
-def cell_env(spec: dict[str, Any], scratch: pathlib.Path) -> dict[str, str]:
-    """The subprocess environment: thread knobs, private caches, import path."""
+def cell_env(spec: dict[str, Any], scratch: pathlib.Path, round_: int = 0) -> dict[str, str]:
+    """The subprocess environment: thread knobs, private caches, import path. Caches are
+    per round: each round's first torch.compile cell and rlx cold compile start empty
+    (the rlx disk cell reuses what the round's cold cell wrote)."""
     env = dict(os.environ)
     threads = str(spec["threads"])
     env.update(dict.fromkeys(THREAD_VARS, threads))
@@ -94,8 +105,8 @@ def cell_env(spec: dict[str, Any], scratch: pathlib.Path) -> dict[str, str]:
     if spec["threads"] == 1:
         env["XLA_FLAGS"] = XLA_ONE_THREAD
     env["JAX_PLATFORMS"] = "cpu"
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "inductor")
-    cache = scratch / "rlx-compile" if spec["workload"] == "compile" else pathlib.Path(
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / f"inductor-{round_}")
+    cache = scratch / f"rlx-compile-{round_}" if spec["workload"] == "compile" else pathlib.Path(
         tempfile.mkdtemp(prefix="rlx-cache-", dir=scratch))
     env["RLX_CACHE_DIR"] = str(cache)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH_DIR), str(ROOT),
@@ -103,14 +114,15 @@ def cell_env(spec: dict[str, Any], scratch: pathlib.Path) -> dict[str, str]:
     return env
 
 
-def run_cell(spec: dict[str, Any], scratch: pathlib.Path, timeout: float) -> dict[str, Any]:
+def run_cell(spec: dict[str, Any], scratch: pathlib.Path, timeout: float,
+             round_: int = 0) -> dict[str, Any]:
     """Run one subprocess; any failure (crash, timeout, no result line) is an error cell."""
     command = [sys.executable, str(BENCH_DIR / "worker.py"), json.dumps(spec)]
     load = [round(x, 2) for x in os.getloadavg()]
     started = time.perf_counter()
     # its own session, killed as a group at the end: helpers a peer leaves behind
     # (torch.compile's inductor compile workers) never compete with the next cell
-    proc = subprocess.Popen(command, env=cell_env(spec, scratch), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(command, env=cell_env(spec, scratch, round_), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             start_new_session=True)
     try:
@@ -166,15 +178,47 @@ def describe(cell: dict[str, Any]) -> str:
 def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     cells = plan_cells(args)
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="rlx-bench-"))
-    results = []
+    runs: list[list[dict[str, Any]]] = [[] for _ in cells]
     try:
-        for i, spec in enumerate(cells, 1):
-            cell = run_cell(spec, scratch, args.timeout)
-            print(f"[{i}/{len(cells)}] {describe(cell)}", flush=True)
-            results.append(cell)
+        for r in range(args.rounds):
+            for i, spec in enumerate(cells):
+                cell = run_cell(spec, scratch, args.timeout, r)
+                print(f"[round {r + 1}/{args.rounds}, {i + 1}/{len(cells)}] {describe(cell)}",
+                      flush=True)
+                runs[i].append(cell)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return results
+    return [merge_rounds(r) for r in runs]
+
+
+def merge_rounds(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One cell from its rounds: per case the median of each number over the rounds that
+    succeeded (min_ms / max_ms: the extremes, reps: the sum); an error cell if none did."""
+    ok = [c for c in runs if c["status"] == "ok"]
+    if not ok:
+        return runs[-1]
+    merged = {**ok[0], "rounds": len(ok), "wall_s": round(sum(c["wall_s"] for c in runs), 2)}
+    merged["cases"] = [_merge_case([c["cases"][j] for c in ok if j < len(c["cases"])])
+                       for j in range(len(ok[0]["cases"]))]
+    return merged
+
+
+_COMBINE = {"min_ms": min, "max_ms": max, "reps": sum}
+
+
+def _merge_case(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    good = [e for e in entries if e.get("status") == "ok"]
+    if not good:
+        return entries[0]
+    out = dict(good[0])
+    for key, value in good[0].items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        values = [e[key] for e in good if key in e]
+        out[key] = _COMBINE.get(key, statistics.median)(values)
+    if "median_ms" in out:
+        out["round_medians_ms"] = [e["median_ms"] for e in good]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

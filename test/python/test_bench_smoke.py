@@ -31,3 +31,23 @@ def test_quick_gemm_numpy_rlx_runs_and_writes_nothing():
     assert "ERROR" not in out and "FAILED" not in out, out
     assert "GFLOP/s" in out
     assert _stamps() == before
+
+
+def test_rounds_are_merged_by_the_median_of_their_medians():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from run import merge_rounds
+    finally:
+        sys.path.pop(0)
+
+    def cell(median, reps, status="ok"):
+        case = {"case": "c", "status": "ok", "median_ms": median, "min_ms": median - 1,
+                "max_ms": median + 1, "reps": reps, "loss": 2.5, "ok_flag": True}
+        return {"spec": {"workload": "w"}, "status": status, "wall_s": 1.0, "cases": [case]}
+
+    merged = merge_rounds([cell(10.0, 5), cell(30.0, 5), cell(11.0, 6), cell(1.0, 9, "error")])
+    (case,) = merged["cases"]
+    assert case["median_ms"] == 11.0 and case["round_medians_ms"] == [10.0, 30.0, 11.0]
+    assert (case["min_ms"], case["max_ms"], case["reps"]) == (9.0, 31.0, 16)
+    assert case["ok_flag"] is True and merged["rounds"] == 3 and merged["wall_s"] == 4.0
+    assert merge_rounds([cell(1.0, 1, "error")])["status"] == "error"
