@@ -65,11 +65,12 @@ NAIVE_PIPELINE: list[Stage] = [
 
 def _fast_pipeline() -> list[Stage]:
     from rlx_mlir.lowering import contractions as C
+    from rlx_mlir.lowering import fusion as F
     from rlx_mlir.lowering import llvm_hints as H
     from rlx_mlir.lowering import schedules as S
 
     return [
-        Stage("fuse", "cse,canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,cse"),
+        Stage("fuse", f"python:{F.FUSION_VERSION}", F.apply_fusion),
         Stage("contractions", f"python:{C.CONTRACTION_VERSION}:{C.enabled()}",
               C.apply_contractions),
         Stage("schedule", f"transform:{S.SCHEDULE_VERSION}:threads={S.num_threads()}"

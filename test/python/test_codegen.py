@@ -324,3 +324,21 @@ def test_benchmark_sized_transformer_block_gradient_runs_natively():
     # the mean over 2^19 f32 values: sequential vs numpy's pairwise summation order
     np.testing.assert_allclose(loss, want, rtol=1e-3)
     assert all(np.isfinite(g).all() for g in grads)
+
+
+def test_a_cheap_shared_producer_fuses_into_each_user():
+    """``h = x + b`` read by two elementwise ops is recomputed in both (one add) instead
+    of being written out and read back: no generic is left computing only the add."""
+    b = rlx.Builder("shared")
+    x, bias = b.input("x", (64, 256)), b.input("bias", (256,))
+    h = x + bias
+    b.ret(b.gelu(h), h * h)
+    fused = stage_texts(b.module)["fuse"]
+    assert fused.count("linalg.generic") == 2
+    assert fused.count("arith.addf") >= 2  # the add, once in each user
+    rng = np.random.default_rng(7)
+    xs, bs = rng.standard_normal((64, 256)).astype(np.float32), rng.standard_normal(256)
+    want = rlx.interpret(b.module, xs, bs.astype(np.float32))
+    got = run(b.module, "fast", xs, bs.astype(np.float32))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
