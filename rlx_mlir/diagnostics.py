@@ -72,3 +72,24 @@ class RlxError(Exception):
         for note in self.notes:
             text += f"\n{where}note: {note}"
         return text
+
+
+def int_setting(name: str, default: int, minimum: int = 0) -> int:
+    """An integer environment knob (``RLX_NUM_THREADS``...): ``default`` when unset or
+    empty, an :class:`RlxError` naming the variable when it is not an integer >= minimum.
+
+    >>> int_setting("RLX_UNSET_EXAMPLE", 3)
+    3
+    """
+    import os
+
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise RlxError(f"{name}={text!r}: expected an integer >= {minimum}")
+    return value

@@ -41,11 +41,11 @@ VEC_MAX_FULL = 64  # an innermost parallel dim up to this size is one vector
 
 def num_threads() -> int:
     """``RLX_NUM_THREADS`` (default: the machine's cores)."""
-    configured = os.environ.get("RLX_NUM_THREADS", "")
-    if configured.strip():
-        return max(1, int(configured))
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-               else (os.cpu_count() or 1))
+    from rlx_mlir.diagnostics import int_setting
+
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else (os.cpu_count() or 1))
+    return int_setting("RLX_NUM_THREADS", max(1, cores), minimum=1)
 
 
 # ---------------------------------------------------------------- op analysis

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.diagnostics import RlxError, int_setting
 from rlx_mlir.dialects.base import numpy_dtype, shape_of
 from rlx_mlir.runtime import native
 from rlx_mlir.runtime.signature import Signature, signature_from_json, signature_to_json
@@ -140,7 +140,10 @@ def runtime_libraries(llvm_text: str = "") -> list[str]:
 
 def opt_level() -> int:
     """LLVM optimisation level of the ExecutionEngine (``RLX_OPT_LEVEL``, default 3)."""
-    return int(os.environ.get("RLX_OPT_LEVEL", "3") or 3)
+    level = int_setting("RLX_OPT_LEVEL", 3)
+    if level > 3:
+        raise RlxError(f"RLX_OPT_LEVEL={level}: expected 0, 1, 2 or 3")
+    return level
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3

@@ -22,13 +22,12 @@ import concurrent.futures
 import ctypes
 import functools
 import hashlib
-import os
 import pathlib
 import subprocess
 import tempfile
 from collections.abc import Sequence
 
-from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.diagnostics import RlxError, int_setting
 
 PART_BYTES = 300_000
 """LLVM-dialect text per parallel code-generation job: below two parts' worth a module is
@@ -55,13 +54,12 @@ def tool(name: str) -> str:
 
 def codegen_jobs(text: str) -> int:
     """Parallel code-generation jobs for a module of this size: 1 (in-process) for small
-    modules, else up to the cores in use. ``RLX_CODEGEN_JOBS`` overrides (1 = in-process)."""
+    modules, else up to the cores in use. ``RLX_CODEGEN_JOBS=N`` overrides (1 = in-process,
+    0 or unset = by size)."""
     from rlx_mlir.lowering.schedules import num_threads
 
-    configured = os.environ.get("RLX_CODEGEN_JOBS", "").strip()
-    if configured:
-        return max(1, int(configured))
-    return max(1, min(num_threads(), len(text) // PART_BYTES))
+    configured = int_setting("RLX_CODEGEN_JOBS", 0)  # 0: by size
+    return configured or max(1, min(num_threads(), len(text) // PART_BYTES))
 
 
 def _run(argv: list[str]) -> None:

@@ -1,6 +1,7 @@
 """Object code: parallel LLVM code generation, the ORC loader and the object disk cache."""
 
 import json
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -141,3 +142,20 @@ def test_failing_tools_warn_and_compile_in_process(fresh, monkeypatch, rng):
 def test_unloadable_objects_are_a_clear_error():
     with pytest.raises(rlx.RlxError, match="loading native code"):
         native.ObjectJit([b"not an object file"])
+
+
+@pytest.mark.parametrize("setting", ["RLX_CODEGEN_JOBS=abc", "RLX_OPT_LEVEL=7",
+                                     "RLX_NUM_THREADS=0"])
+def test_bad_knob_values_are_named_errors(tmp_path, setting):
+    """A bad environment knob is a one-line error naming it (exit 1), not a traceback."""
+    name, value = setting.split("=")
+    module = tmp_path / "relu.mlir"
+    module.write_text("func.func @f(%x: tensor<3xf32>) -> tensor<3xf32> {\n"
+                      "  %y = rlx.relu %x : (tensor<3xf32>) -> tensor<3xf32>\n"
+                      "  func.return %y : tensor<3xf32>\n}\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "RLX_CACHE_DIR": "off", name: value}
+    rlx_run = pathlib.Path(sys.executable).with_name("rlx-run")
+    done = subprocess.run([str(rlx_run), str(module), "--entry", "f"], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert name in done.stderr and "Traceback" not in done.stderr
