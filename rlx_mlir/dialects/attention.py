@@ -860,8 +860,11 @@ def head_forward(e: Emitter, ops: GroupedOperands,
     skv = shape_of(ops.k.type)[1]
     dtype = ops.q.type.element_type  # type: ignore[attr-defined]
     out = e.empty([b, s, hkv * g * d], dtype)
-    probs = e.fill(0.0, [b, hkv, g, s, skv], dtype) if with_probs else None
+    probs = e.empty([b, hkv, g, s, skv], dtype) if with_probs else None
     for block in row_blocks(ops.cfg, s, skv):
+        if probs is not None and block.keys < skv:  # keys past the block's: P = 0
+            unseen = e.fill(0.0, [b, hkv, g, block.rows, skv - block.keys], dtype)
+            probs = insert(e, unseen, probs, [0, 0, 0, block.start, block.keys])
         if block.keys == 0:  # rows that see no key output 0
             out = insert(e, e.fill(0.0, [b, block.rows, hkv * g * d], dtype), out,
                          [0, block.start, 0])

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-CONTRACTION_VERSION = "contract-v4"
+CONTRACTION_VERSION = "contract-v5"
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,29 @@ class Contraction:
     def x_order(self) -> list[int]:
         return self.batch + self.m + self.k
 
+    def x_transposed_order(self) -> list[int]:
+        return self.batch + self.k + self.m
+
+    def reads_x_transposed(self, maps: list[list[int]]) -> bool:
+        """Whether ``x`` is an input laid out ``[K, M]``: a plain matmul then reads it
+        through a transposed map (its packed schedule copies A panels anyway), so no
+        transpose is materialised. Not for batch matmuls, nor for ``y`` (a ``[N, K]`` B
+        would be read across its rows by the micro kernel). Only when ``M <= N``: the
+        packing reads 4 columns of A^T per panel, which an N of 4 panels per thread does not
+        repay when A^T's rows are long (``2048x1024^T @ 2048x256``: 190 GFLOP/s against 220
+        for the other factor order, whose result is transposed back)."""
+        if self.batched() or self.x.ops or _prod(self._sizes(self.m)) > _prod(self._sizes(self.n)):
+            return False
+        have = maps[self.x.inputs[0]]
+        return (self._real(have) == self._real(self.x_transposed_order())
+                != self._real(self.x_order()))
+
+    def _sizes(self, dims: list[int]) -> list[int]:
+        return [self.sizes[d] for d in dims]
+
+    def _real(self, dims: list[int]) -> list[int]:
+        return [d for d in dims if self.sizes[d] != 1]
+
     def y_order(self) -> list[int]:
         return self.batch + self.k + self.n
 
@@ -70,12 +93,12 @@ class Contraction:
         :func:`analyze` picks the factor order that copies least (weight gradients
         ``x^T dy``: transpose ``x``, not ``dy`` and then the result)."""
         def moved(have: list[int], want: list[int]) -> int:
-            real = [d for d in want if self.sizes[d] != 1]
-            return 0 if [d for d in have if self.sizes[d] != 1] == real else _prod(
+            return 0 if self._real(have) == self._real(want) else _prod(
                 [self.sizes[d] for d in want])
 
+        x_order = self.x_transposed_order() if self.reads_x_transposed(maps) else self.x_order()
         copied = sum(moved(maps[f.inputs[0]], order)
-                     for f, order in ((self.x, self.x_order()), (self.y, self.y_order()))
+                     for f, order in ((self.x, x_order), (self.y, self.y_order()))
                      if not f.ops)
         out = moved(self.out_dims, self.out_order())
         return copied + out * (1 if zero_init else 2)
@@ -355,18 +378,34 @@ def _initial(op: Any, c: Contraction, lengths: list[int]) -> Any:
     return _collapsed(_transposed(init, c.out_dims, c.out_order(), c.sizes), lengths)
 
 
+def transposed_a_maps() -> list[Any]:
+    """``linalg.matmul`` maps reading A as ``[K, M]``: ``C[m, n] += A[k, m] * B[k, n]``."""
+    from mlir import ir
+
+    m, n, k = (ir.AffineExpr.get_dim(i) for i in range(3))
+    return [ir.AffineMap.get(3, 0, [k, m]), ir.AffineMap.get(3, 0, [k, n]),
+            ir.AffineMap.get(3, 0, [m, n])]
+
+
 def rewrite(op: Any, c: Contraction) -> None:
     """Replace the generic ``op`` by its factors, a named (batch_)matmul and a transpose."""
     from mlir import ir
     from mlir.dialects import linalg
 
+    maps = [_map_dims(ir.AffineMapAttr(a).value) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    x_transposed = c.reads_x_transposed(maps)  # type: ignore[arg-type]
     with ir.InsertionPoint(op), op.location:
-        x = _collapsed(_materialized(op, c, c.x, c.x_order()), c.group_lengths(c.m, c.k))
+        if x_transposed:
+            x = _collapsed(_materialized(op, c, c.x, c.x_transposed_order()),
+                           c.group_lengths(c.k, c.m))
+        else:
+            x = _collapsed(_materialized(op, c, c.x, c.x_order()), c.group_lengths(c.m, c.k))
         y = _collapsed(_materialized(op, c, c.y, c.y_order()), c.group_lengths(c.k, c.n))
         out_lengths = c.group_lengths(c.m, c.n)
         acc = _initial(op, c, out_lengths)
         named = linalg.batch_matmul if c.batched() else linalg.matmul
-        product = _value(named(x, y, outs=[acc]))
+        extra = {"indexing_maps": transposed_a_maps()} if x_transposed else {}
+        product = _value(named(x, y, outs=[acc], **extra))
         shape = [c.sizes[d] for d in c.out_order()]
         result = _transposed(_expanded(product, out_lengths, shape), c.out_order(),
                              c.out_dims, c.sizes)
@@ -389,18 +428,66 @@ def apply_contractions(module: Any) -> int:
         return 0
     found = []
 
+    matmuls = []
+
     def visit(o: Any) -> Any:
         o = getattr(o, "operation", o)
         if o.name == "linalg.generic" and _is_static_tensor_op(o) and _mul_add_factors(o):
             fold_transposed_inputs(o)
         if o.name == "linalg.generic" and (c := analyze(o)) is not None:
             found.append((o, c))
+        if o.name == "linalg.matmul" and _transposed_lhs(o) is not None:
+            matmuls.append(o)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     for o, c in found:
         rewrite(o, c)
-    return len(found)
+    for o in matmuls:
+        read_lhs_transposed(o)
+    return len(found) + len(matmuls)
+
+
+def _transposed_lhs(op: Any) -> Any:
+    """The ``linalg.transpose`` (2-d) producing a plain ``linalg.matmul``'s A, or None."""
+    from mlir import ir
+
+    if "indexing_maps" in op.attributes:
+        maps = [_map_dims(ir.AffineMapAttr(a).value) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        if maps != [[0, 2], [2, 1], [0, 1]]:
+            return None
+    producer = getattr(op.operands[0].owner, "operation", op.operands[0].owner)
+    if getattr(producer, "name", "") != "linalg.transpose":
+        return None
+    (m, _), (_, n) = (ir.RankedTensorType(v.type).shape for v in op.operands[:2])
+    return producer if m <= n else None  # see Contraction.reads_x_transposed
+
+
+def read_lhs_transposed(op: Any) -> None:
+    """``matmul(transpose(a), b)`` -> a matmul reading ``a`` through the transposed map
+    (:func:`transposed_a_maps`); the transpose goes when nothing else reads it."""
+    from mlir.dialects import linalg
+
+    transpose = _transposed_lhs(op)
+    with _insertion_before(op):
+        product = _value(linalg.matmul(transpose.operands[0], op.operands[1],
+                                       outs=[op.operands[2]], indexing_maps=transposed_a_maps()))
+    op.results[0].replace_all_uses_with(product)
+    op.erase()
+    if not list(transpose.results[0].uses):
+        transpose.erase()
+
+
+def _insertion_before(op: Any) -> Any:
+    """Insertion point and location of ``op`` (a context manager pair as one)."""
+    from contextlib import ExitStack
+
+    from mlir import ir
+
+    stack = ExitStack()
+    stack.enter_context(ir.InsertionPoint(op))
+    stack.enter_context(op.location)
+    return stack
 
 
 def fold_transposed_inputs(op: Any) -> int:

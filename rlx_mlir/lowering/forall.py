@@ -152,17 +152,27 @@ def insert_at_unless_whole(e: Emitter, tile: SSAValue, dest: SSAValue,
     return insert_at(e, tile, dest, offsets)
 
 
-TileBody = Callable[[Emitter, Sequence[SSAValue]], Sequence[tuple[SSAValue, Sequence[Index]]]]
+Tiles = Sequence[tuple[SSAValue, Sequence[Index]]]
+TileBody = Callable[[Emitter, Sequence[SSAValue]], Tiles]
+OutputsBody = Callable[[Emitter, Sequence[SSAValue], Sequence[SSAValue]], Tiles]
 
 
 def forall(e: Emitter, bounds: Sequence[int], inits: Sequence[SSAValue],
            body: TileBody) -> list[SSAValue]:
     """``scf.forall`` over ``0 <= ivs < bounds``: ``body(emitter, ivs)`` returns, for each
     of ``inits`` in order, the tile it computed and the tile's offsets in that output."""
+    return forall_with_outputs(e, bounds, inits, lambda s, ivs, outs: body(s, ivs))
+
+
+def forall_with_outputs(e: Emitter, bounds: Sequence[int], inits: Sequence[SSAValue],
+                        body: OutputsBody) -> list[SSAValue]:
+    """:func:`forall` whose ``body(emitter, ivs, outs)`` also sees the shared outputs, to
+    compute its tiles in place: a tile built on ``extract_slice outs[i]`` at the offsets it
+    is inserted at bufferizes to a view of the output, not a buffer copied into it."""
     block = Block(arg_types=[IndexType()] * len(bounds) + [v.type for v in inits])
     ivs, outs = block.args[: len(bounds)], block.args[len(bounds):]
     inner = Emitter(InsertPoint.at_end(block), e.shared)
-    tiles = list(body(inner, ivs))
+    tiles = list(body(inner, ivs, outs))
     if len(tiles) != len(inits):
         raise ValueError(f"forall body returned {len(tiles)} tiles for {len(inits)} outputs")
     inserts = Block()
@@ -208,10 +218,12 @@ def chunked_forall(e: Emitter, chunks: int, bounds: Sequence[int], inits: Sequen
         return forall(e, bounds, inits, body)
     per = outer // chunks
 
-    def chunk(t: Emitter, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list[Index]]]:
+    def chunk(t: Emitter, ivs: Sequence[SSAValue],
+              outs: Sequence[SSAValue]) -> list[tuple[SSAValue, list[Index]]]:
         base = index_mul(t, ivs[0], per)
-        parts = [t.empty([per, *v.type.get_shape()[1:]], v.type.element_type)  # type: ignore[attr-defined]
-                 for v in inits]
+        parts = [slice_of(t, out, [base] + [0] * (len(out.type.get_shape()) - 1),  # type: ignore[attr-defined]
+                          [per, *out.type.get_shape()[1:]])  # type: ignore[attr-defined]
+                 for out in outs]
 
         def step(s: Emitter, i: SSAValue, *acc: SSAValue) -> list[SSAValue]:  # yields the tiles
         # inserted in place (no materialize_in_destination: one-shot bufferize copies where
@@ -232,4 +244,4 @@ def chunked_forall(e: Emitter, chunks: int, bounds: Sequence[int], inits: Sequen
         done = list(loop.results)
         return [(v, [base] + [0] * (len(v.type.get_shape()) - 1)) for v in done]  # type: ignore[attr-defined]
 
-    return forall(e, [chunks], inits, chunk)
+    return forall_with_outputs(e, [chunks], inits, chunk)

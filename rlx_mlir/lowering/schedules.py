@@ -56,6 +56,7 @@ class OpInfo:
     name: str
     ranges: list[int]
     iterators: list[str]
+    transposed_a: bool = False  # a linalg.matmul reading A as [K, M] (contractions.py)
 
 
 def _shape(value) -> list[int] | None:
@@ -80,10 +81,11 @@ def _loop_info(op) -> OpInfo | None:
     if any(s is None for s in shapes):
         return None
     if name == "linalg.matmul":
-        if "indexing_maps" in op.attributes and _has_custom_maps(op):
+        transposed_a = "indexing_maps" in op.attributes and _map_strings(op) == TRANSPOSED_A
+        if "indexing_maps" in op.attributes and _has_custom_maps(op) and not transposed_a:
             return None
-        (m, k), (_, n) = shapes[0], shapes[1]
-        return OpInfo(name, [m, n, k], ["parallel", "parallel", "reduction"])
+        (m, k), (_, n) = (shapes[0][::-1] if transposed_a else shapes[0]), shapes[1]
+        return OpInfo(name, [m, n, k], ["parallel", "parallel", "reduction"], transposed_a)
     if name == "linalg.batch_matmul":
         if "indexing_maps" in op.attributes and _has_custom_maps(op):
             return None
@@ -120,10 +122,18 @@ def _loop_info(op) -> OpInfo | None:
     return None
 
 
-def _has_custom_maps(op) -> bool:
+TRANSPOSED_A = ["(d0, d1, d2) -> (d2, d0)", "(d0, d1, d2) -> (d2, d1)", "(d0, d1, d2) -> (d0, d1)"]
+
+
+def _map_strings(op) -> list[str]:
     from mlir import ir
 
-    maps = [str(ir.AffineMapAttr(a).value) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    return [str(ir.AffineMapAttr(a).value).replace("affine_map<", "").rstrip(">")
+            for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _has_custom_maps(op) -> bool:
+    maps = _map_strings(op)
     defaults = {
         "linalg.matmul": ["(d0, d1, d2) -> (d0, d2)", "(d0, d1, d2) -> (d2, d1)",
                           "(d0, d1, d2) -> (d0, d1)"],
@@ -131,7 +141,7 @@ def _has_custom_maps(op) -> bool:
                                 "(d0, d1, d2, d3) -> (d0, d3, d2)",
                                 "(d0, d1, d2, d3) -> (d0, d1, d2)"],
     }
-    return [m.replace("affine_map<", "").rstrip(">") for m in maps] != defaults[op.name]
+    return maps != defaults[op.name]
 
 
 def _body_is_vectorizable(op) -> bool:
@@ -385,9 +395,10 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
                  f"    transform.structured.vectorize %hB{i} vector_sizes [{kc}, {nr}] "
                  f": !transform.any_op\n")
     if a_loops:
+        a_tile = [kc, mr] if info.transposed_a else [mr, kc]
         text += (f"    %hA{i} = transform.structured.hoist_pad %pA{i} by {a_loops} loops "
                  f": (!transform.any_op) -> !transform.any_op\n"
-                 f"    transform.structured.vectorize %hA{i} vector_sizes [{mr}, {kc}] "
+                 f"    transform.structured.vectorize %hA{i} vector_sizes {a_tile} "
                  f": !transform.any_op\n")
     text += _match(i, info.name, f"%r{i}")
     text += (f"    %t{i}, %kl{i} = transform.structured.tile_using_for %r{i} tile_sizes [0, 0, 1] "
@@ -707,6 +718,8 @@ _BUFFERIZE = """module attributes {transform.with_named_sequence} {
     %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %f { transform.apply_patterns.canonicalization } : !transform.any_op
     transform.apply_cse to %f : !transform.any_op
+    %par = transform.structured.match ops{["scf.forall"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.bufferization.eliminate_empty_tensors %par : !transform.any_op
     %m = transform.bufferization.one_shot_bufferize %root {
         bufferize_function_boundaries = true, function_boundary_type_conversion = 1 : i32,
         memcpy_op = "linalg.copy"} : (!transform.any_op) -> !transform.any_op
