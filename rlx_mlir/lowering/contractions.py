@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-CONTRACTION_VERSION = "contract-v5"
+CONTRACTION_VERSION = "contract-v6"
 
 
 @dataclass(frozen=True)
@@ -182,11 +182,13 @@ def _factor(op: Any, value: Any, maps: list[list[int]]) -> Factor | None:
     return Factor(value, sorted(inputs), ops, sorted({d for i in inputs for d in maps[i]}))
 
 
-def _loop_sizes(op: Any, count: int, dims: list[list[int]]) -> list[int] | None:
+def _loop_sizes(op: Any, count: int, dims: list[list[int] | None]) -> list[int] | None:
     from mlir import ir
 
     sizes: list[int | None] = [None] * count
     for value, ds in zip(op.operands, dims, strict=True):
+        if ds is None:  # an operand the body no longer reads (see _used_operands)
+            continue
         for d, size in zip(ds, ir.RankedTensorType(value.type).shape, strict=True):
             if sizes[d] not in (None, size):
                 return None
@@ -209,8 +211,9 @@ def analyze(op: Any) -> Contraction | None:
     if not _is_static_tensor_op(op) or (factors := _mul_add_factors(op)) is None:
         return None
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    dims = [_map_dims(m) for m in maps]
-    if any(d is None for d in dims):
+    used = _used_operands(op)
+    dims = [_map_dims(m) if i in used else None for i, m in enumerate(maps)]
+    if any(dims[i] is None for i in used):
         return None
     x, y = (_factor(op, f, dims) for f in factors)  # type: ignore[arg-type]
     sizes = _loop_sizes(op, maps[0].n_dims, dims)  # type: ignore[arg-type]
@@ -220,6 +223,45 @@ def analyze(op: Any) -> Contraction | None:
     options = [c for c in (_classify(x, y, sizes, out_dims), _classify(y, x, sizes, out_dims))
                if c is not None]
     return min(options, key=lambda c: c.copied_elements(dims, _init_is_fill(op)), default=None)
+
+
+def _used_operands(op: Any) -> set[int]:
+    """Operands the body reads (an input whose value :func:`capture_scalar_inputs` replaced
+    is still an operand, but no longer part of the product), and the init."""
+    args = _body(op).arguments
+    return {i for i in range(len(args)) if i == len(args) - 1 or list(args[i].uses)}
+
+
+def capture_scalar_inputs(op: Any) -> int:
+    """Read each one-element input broadcast to every point (``(d0, ...) -> (0, ...)``, e.g.
+    the seed ``d_output`` fused into a weight gradient ``x^T (d_output * g)``) as a scalar
+    extracted before the generic, so :func:`analyze` sees ``acc + x * (s * g)``: a
+    contraction with a computed factor, not a generic it cannot classify (which ran as a
+    reduction loop at under 1 GFLOP/s). Returns how many inputs were captured."""
+    from mlir import ir
+    from mlir.dialects import arith, tensor
+
+    args = _body(op).arguments
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    captured = 0
+    for i in range(len(args) - 1):
+        value = op.operands[i]
+        shape = list(ir.RankedTensorType(value.type).shape)
+        if any(n != 1 for n in shape) or not _all_zero(maps[i]) or not list(args[i].uses):
+            continue
+        with _insertion_before(op):
+            zero = arith.ConstantOp(ir.IndexType.get(), 0).result
+            scalar = tensor.ExtractOp(value, [zero] * len(shape)).result
+        args[i].replace_all_uses_with(scalar)
+        captured += 1
+    return captured
+
+
+def _all_zero(amap: Any) -> bool:
+    from mlir import ir
+
+    return all(isinstance(e, ir.AffineConstantExpr) and ir.AffineConstantExpr(e).value == 0
+               for e in amap.results)
 
 
 def _classify(x: Factor, y: Factor, sizes: list[int], out_dims: list[int]) -> Contraction | None:
@@ -434,6 +476,7 @@ def apply_contractions(module: Any) -> int:
         o = getattr(o, "operation", o)
         if o.name == "linalg.generic" and _is_static_tensor_op(o) and _mul_add_factors(o):
             fold_transposed_inputs(o)
+            capture_scalar_inputs(o)
         if o.name == "linalg.generic" and (c := analyze(o)) is not None:
             found.append((o, c))
         if o.name == "linalg.matmul" and _transposed_lhs(o) is not None:
