@@ -232,6 +232,24 @@ def test_seeded_weight_gradient_is_a_packed_matmul():
     np.testing.assert_allclose(dw, want, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("scale_shape", [(4, 16, 1), (1, 16, 1)])
+def test_row_scaled_matmul_is_a_packed_matmul(scale_shape):
+    """``(x * r) @ w`` with ``r`` broadcast along unit dims: fusion reads ``r`` through a
+    map with constant-0 results, which the rewrite drops with a collapse so the product
+    is still classified (unclassified it ran as a reduction loop, ~100x slower)."""
+    b = rlx.Builder("f")
+    x, r, w = b.input("x", (4, 16, 32)), b.input("r", scale_shape), b.input("w", (32, 64))
+    b.ret((x * r) @ w)
+    texts = stage_texts(b.module)
+    assert re.search(r"-> \((0, d1, 0|d0, d1, 0)\)>", texts["fuse"])
+    assert "linalg.matmul" in texts["contractions"]
+    assert '"reduction"' not in texts["contractions"]
+    rng = np.random.default_rng(8)
+    xs, rs, ws = (rng.standard_normal(s).astype(np.float32) for s in ((4, 16, 32), scale_shape, (32, 64)))
+    (got,) = run(b.module, "fast", xs, rs, ws)
+    np.testing.assert_allclose(got, (xs * rs) @ ws, rtol=1e-4, atol=1e-4)
+
+
 def test_elementwise_chain_is_fused_and_vectorized():
     texts = stage_texts(chain_module(64, 256))
     after = texts["schedule"]
