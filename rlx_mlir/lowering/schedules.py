@@ -27,13 +27,18 @@ import math
 import os
 from dataclasses import dataclass
 
-SCHEDULE_VERSION = "sched-v1"
+SCHEDULE_VERSION = "sched-v2"
 ATTR = "rlx_sched"
 
 # matmul micro-kernel / cache tiles (CODEGEN.md §1a, best measured on this AVX-512 machine)
 MR, NR = 4, 64
 KC, NC, MC = 256, 256, 64
 PACK_MIN_FLOPS = 1 << 18  # below this a register-tiled unpacked schedule is enough
+# A matmul inside a loop (attention's per-head tiles, scan bodies) whose A and B hold at
+# most this many elements is not packed either: its operands stay in cache, and one thread
+# measured the unpacked schedule as fast up to 512x512x256 (attention's 128x256x64 tiles:
+# 40 vs 40 us) while packing cost ~0.15 s of compile time on the transformer gradient.
+NESTED_UNPACKED_MAX = 1 << 19
 THREAD_MIN_FLOPS = 1 << 24  # below this a 2-thread split does not pay for its dispatch
 THREAD_MIN_ELEMENTS = 1 << 20  # other ops split from here (each split costs ~0.4 s of LLVM)
 VEC_MAX_FULL = 64  # an innermost parallel dim up to this size is one vector
@@ -586,7 +591,8 @@ def _op_threads(op, threads: int) -> int:
 def _schedule_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
     threads = _op_threads(op, threads)
     m, n, k = info.ranges
-    if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16:
+    nested_in_cache = op.parent.name != "func.func" and m * k + k * n <= NESTED_UNPACKED_MAX
+    if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16 and not nested_in_cache:
         packed = _packed_matmul_fragment(i, info, threads, _zero_filled_init(op))
         if packed is not None:
             return Fragment(packed, "matmul_packed", f"%kl{i}")

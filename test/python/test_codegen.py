@@ -250,6 +250,22 @@ def test_row_scaled_matmul_is_a_packed_matmul(scale_shape):
     np.testing.assert_allclose(got, (xs * rs) @ ws, rtol=1e-4, atol=1e-4)
 
 
+def test_per_head_attention_matmuls_are_not_packed():
+    """Attention's per-head contractions sit in the heads loop on tiles that stay in cache:
+    they get the register-tiled schedule without packing (as fast there, less code); the
+    output matches the interpreter."""
+    b = rlx.Builder("attn")
+    q, k, v = (b.input(n, (2, 128, 64)) for n in "qkv")
+    b.ret(b.attention(q, k, v, num_heads=2, head_dim=32, mask_kind="causal"))
+    rng = np.random.default_rng(9)
+    args = [rng.standard_normal((2, 128, 64)).astype(np.float32) for _ in range(3)]
+    (got,) = jit_compile(b.module, entry="attn")(*args)
+    assert schedules.LAST_COUNTS.get("matmul_small", 0) >= 2
+    assert "matmul_packed" not in schedules.LAST_COUNTS
+    (want,) = rlx.interpret(b.module, *args, entry="attn")
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_elementwise_chain_is_fused_and_vectorized():
     texts = stage_texts(chain_module(64, 256))
     after = texts["schedule"]
