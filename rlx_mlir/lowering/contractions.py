@@ -25,10 +25,10 @@ Example (``[8, 256, 256] @ [256, 1024]``)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-CONTRACTION_VERSION = "contract-v7"
+CONTRACTION_VERSION = "contract-v8"
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ class Contraction:
     x: Factor
     y: Factor
     out_dims: list[int]
+    nested: bool = False  # inside a loop (attention's per-head tiles): unpacked, in cache
 
     def x_order(self) -> list[int]:
         return self.batch + self.m + self.k
@@ -65,11 +66,14 @@ class Contraction:
         """Whether ``x`` is an input laid out ``[K, M]``: a plain matmul then reads it
         through a transposed map (its packed schedule copies A panels anyway), so no
         transpose is materialised. Not for batch matmuls, nor for ``y`` (a ``[N, K]`` B
-        would be read across its rows by the micro kernel). Only when ``M <= N``: the
-        packing reads 4 columns of A^T per panel, which an N of 4 panels per thread does not
-        repay when A^T's rows are long (``2048x1024^T @ 2048x256``: 190 GFLOP/s against 220
-        for the other factor order, whose result is transposed back)."""
-        if self.batched() or self.x.ops or _prod(self._sizes(self.m)) > _prod(self._sizes(self.n)):
+        would be read across its rows by the micro kernel). At the top level only when
+        ``M <= N``: the packing reads 4 columns of A^T per panel, which an N of 4 panels per
+        thread does not repay when A^T's rows are long (``2048x1024^T @ 2048x256``: 190
+        GFLOP/s against 220 for the other factor order, whose result is transposed back).
+        Nested products are not packed (``schedules.NESTED_UNPACKED_MAX``): always."""
+        if self.batched() or self.x.ops:
+            return False
+        if not self.nested and _prod(self._sizes(self.m)) > _prod(self._sizes(self.n)):
             return False
         have = maps[self.x.inputs[0]]
         return (self._real(have) == self._real(self.x_transposed_order())
@@ -220,8 +224,9 @@ def analyze(op: Any) -> Contraction | None:
     if x is None or y is None or set(x.inputs) & set(y.inputs) or sizes is None:
         return None
     out_dims: list[int] = dims[-1]  # type: ignore[assignment]
-    options = [c for c in (_classify(x, y, sizes, out_dims), _classify(y, x, sizes, out_dims))
-               if c is not None]
+    nested = op.parent.name != "func.func"
+    options = [replace(c, nested=nested) for c in
+               (_classify(x, y, sizes, out_dims), _classify(y, x, sizes, out_dims)) if c is not None]
     return min(options, key=lambda c: c.copied_elements(dims, _init_is_fill(op)), default=None)
 
 
@@ -541,7 +546,8 @@ def _transposed_lhs(op: Any) -> Any:
     if getattr(producer, "name", "") != "linalg.transpose":
         return None
     (m, _), (_, n) = (ir.RankedTensorType(v.type).shape for v in op.operands[:2])
-    return producer if m <= n else None  # see Contraction.reads_x_transposed
+    nested = op.parent.name != "func.func"
+    return producer if m <= n or nested else None  # see Contraction.reads_x_transposed
 
 
 def read_lhs_transposed(op: Any) -> None:
