@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FUSION_VERSION = "fuse-remat-v1"
+FUSION_VERSION = "fuse-remat-v2"
 CHEAP_OPS = frozenset({"arith.addf", "arith.subf", "arith.mulf", "arith.negf"})
 MAX_CHEAP_OPS = 2
 
@@ -65,6 +65,28 @@ def apply_fusion(module: Any) -> None:
     from mlir.passmanager import PassManager
 
     PassManager.parse("builtin.module(cse,canonicalize)").run(module.operation)
+    generalize_reductions(module)
     rematerialize_cheap_producers(module)
     PassManager.parse("builtin.module(func.func(linalg-fuse-elementwise-ops),canonicalize,cse)"
                       ).run(module.operation)
+
+
+_GENERALIZE_REDUCE = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %r = transform.structured.match ops{["linalg.reduce"]} in %root : (!transform.any_op) -> !transform.any_op
+    %g = transform.structured.generalize %r : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}
+"""
+
+
+def generalize_reductions(module: Any) -> None:
+    """``linalg.reduce`` -> the equivalent ``linalg.generic``, which elementwise fusion can
+    fuse a single-use producer into: ``sum(x * y)`` becomes one pass, and a broadcast
+    product summed over its middle dim (``(x[:, :, None] * y[None]).sum(1)``) becomes a
+    contraction the matmul rewrite recognises instead of a materialised 3-d tensor."""
+    from rlx_mlir.lowering.schedules import _run_script, ops_named
+
+    if ops_named(module, "linalg.reduce"):
+        _run_script(module, _GENERALIZE_REDUCE)

@@ -266,6 +266,23 @@ def test_per_head_attention_matmuls_are_not_packed():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_summed_broadcast_product_is_a_matmul():
+    """``(x[:, :, None] * y[None]).sum(1)``: the reduction is generalized before fusion, the
+    product fuses into it, and the contraction rewrite makes it a matmul (before: a
+    materialised [M, K, N] tensor and a reduction over it)."""
+    b = rlx.Builder("f")
+    x, y = b.input("x", (64, 32)), b.input("y", (32, 48))
+    b.ret(b.reduce_sum(b.reshape(x, (64, 32, 1)) * b.reshape(y, (1, 32, 48)), axes=[1]))
+    texts = stage_texts(b.module)
+    assert "linalg.reduce" not in texts["fuse"]
+    assert "linalg.matmul" in texts["contractions"]
+    assert "tensor<64x32x48xf32>" not in texts["contractions"]
+    rng = np.random.default_rng(10)
+    xs, ys = rng.standard_normal((64, 32)).astype(np.float32), rng.standard_normal((32, 48)).astype(np.float32)
+    (got,) = run(b.module, "fast", xs, ys)
+    np.testing.assert_allclose(got, xs @ ys, rtol=1e-4, atol=1e-4)
+
+
 def test_elementwise_chain_is_fused_and_vectorized():
     texts = stage_texts(chain_module(64, 256))
     after = texts["schedule"]
