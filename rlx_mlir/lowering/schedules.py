@@ -794,7 +794,7 @@ def apply_bufferize(module) -> None:
 MEMPLAN = ("func.func(buffer-hoisting,buffer-loop-hoisting,"
            f"promote-buffers-to-stack{{max-alloc-size-in-bytes={os.environ.get('RLX_STACK_MAX', '65536')} "
            "max-rank-of-allocated-memref=3}),"
-           "buffer-deallocation-pipeline,canonicalize")
+           "buffer-deallocation-pipeline")
 
 def heap_parallel_temporaries(module) -> int:
     """Give each ``scf.forall`` iteration's temporaries heap memory again: the
@@ -860,6 +860,6 @@ def threads_passes(threads: int | None = None) -> str:
         return ""
     return ("scf-forall-to-parallel,"
             f"async-parallel-for{{async-dispatch=false num-workers={threads} min-task-size=1}},"
-            "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt,"
-            "arith-expand,convert-async-to-llvm")
+            "async-to-async-runtime,func.func(async-runtime-ref-counting,"
+            "async-runtime-ref-counting-opt,arith-expand),convert-async-to-llvm")
 

@@ -65,6 +65,7 @@ NAIVE_PIPELINE: list[Stage] = [
 
 def _fast_pipeline() -> list[Stage]:
     from rlx_mlir.lowering import contractions as C
+    from rlx_mlir.lowering import dedupe as D
     from rlx_mlir.lowering import fusion as F
     from rlx_mlir.lowering import llvm_hints as H
     from rlx_mlir.lowering import schedules as S
@@ -78,20 +79,24 @@ def _fast_pipeline() -> list[Stage]:
         Stage("bufferize", f"transform:{S.SCHEDULE_VERSION}:one-shot-bufferize",
               S.apply_bufferize),
         Stage("out-params",
-              "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
-              "canonicalize"),
+              "buffer-results-to-out-params{hoist-static-allocs modify-public-functions}"),
         Stage("memplan", S.MEMPLAN),
         Stage("forall-temporaries", "python:heap-forall-temporaries",
               S.heap_parallel_temporaries),
         Stage("vector-lowering", f"transform:{S.SCHEDULE_VERSION}:vector-lowering",
               S.apply_vector_lowering),
         Stage("threads", S.threads_passes()),
-        Stage("loops", "scf-forall-to-for,canonicalize,cse,convert-vector-to-scf{full-unroll=true},"
-              "convert-linalg-to-loops,lower-affine"),
+        Stage("dedupe", "python:merge-identical-functions", D.merge_identical_functions),
+        # From here on the module holds many functions: per-function passes run nested
+        # (``func.func(...)``) so the pass manager spreads them over the cores.
+        Stage("loops", "func.func(scf-forall-to-for,canonicalize,cse,"
+              "convert-vector-to-scf{full-unroll=true},convert-linalg-to-loops,lower-affine)"),
         Stage("no-unroll", H.unroll_stage_name(), H.annotate_loops),
-        Stage("cf", "convert-scf-to-cf,canonicalize"),
-        Stage("math", _MATH),
-        Stage("llvm", "convert-vector-to-llvm{reassociate-fp-reductions=true}," + _LLVM),
+        Stage("cf", "func.func(convert-scf-to-cf,canonicalize)"),
+        Stage("math", "convert-math-to-funcs,func.func(convert-math-to-llvm),convert-math-to-libm"),
+        Stage("llvm", "func.func(convert-vector-to-llvm{reassociate-fp-reductions=true},"
+              "expand-strided-metadata,lower-affine),finalize-memref-to-llvm,convert-to-llvm,"
+              "reconcile-unrealized-casts,llvm.func(canonicalize,cse)"),
         Stage("finish", "python:noinline-parallel-bodies,loop-annotation-property",
               H.finish_llvm_module),
     ]
@@ -135,9 +140,10 @@ def pipeline_spec(stages: str | Sequence[Stage] | None = None) -> str:
 # ---------------------------------------------------------------- hand-off text
 
 
-def prepare_for_handoff(module: ModuleOp) -> ModuleOp:
-    """A clone: bools stored as i8, rlx arg attributes and empty attr lists gone, entries C-callable."""
-    clone = module.clone()
+def prepare_for_handoff(module: ModuleOp, in_place: bool = False) -> ModuleOp:
+    """A clone (or ``module`` itself, ``in_place``): bools stored as i8, rlx arg attributes
+    and empty attr lists gone, entries C-callable."""
+    clone = module if in_place else module.clone()
     widen_bool_storage(clone)
     for f in clone.walk():
         if isinstance(f, func.FuncOp):
@@ -168,12 +174,13 @@ def _clean_attr_list(attrs: ArrayAttr | None, count: int,
     return ArrayAttr([DictionaryAttr(d) for d in cleaned])
 
 
-def handoff_text(lowered: ModuleOp) -> str:
-    """Generic-form text of an already lowered module, ready for ``mlir.ir.Module.parse``."""
+def handoff_text(lowered: ModuleOp, in_place: bool = False) -> str:
+    """Generic-form text of an already lowered module, ready for ``mlir.ir.Module.parse``
+    (``in_place``: ``lowered`` is a scratch copy the hand-off may change)."""
     leftover = next((op for op in lowered.walk() if op.name.startswith("rlx.")), None)
     if leftover is not None:
         raise RlxError(f"'{leftover.name}' was not lowered before the hand-off", op=leftover)
-    return to_text(prepare_for_handoff(lowered), generic=True)
+    return to_text(prepare_for_handoff(lowered, in_place), generic=True)
 
 
 # ---------------------------------------------------------------- upstream passes
@@ -236,4 +243,4 @@ def lower_to_llvm(module: ModuleOp, stages: str | Sequence[Stage] | None = None,
 
     lowered = module.clone()
     lower_module(lowered)
-    return run_upstream(handoff_text(lowered), stages, after_stage)
+    return run_upstream(handoff_text(lowered, in_place=True), stages, after_stage)

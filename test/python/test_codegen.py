@@ -458,3 +458,39 @@ def test_a_cheap_shared_producer_fuses_into_each_user():
     got = run(b.module, "fast", xs, bs.astype(np.float32))
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def parallel_bodies(text: str) -> list[str]:
+    return re.findall(r"func\.func private @(parallel_compute_fn\w*)", text)
+
+
+def test_identical_parallel_bodies_are_compiled_once(monkeypatch, rng):
+    """Two same-shaped products outline two identical parallel bodies; the dedupe stage
+    keeps one and calls it twice (and the results stay right)."""
+    monkeypatch.setenv("RLX_NUM_THREADS", "2")
+    b = rlx.Builder("twice")
+    x, w, v = b.input("x", (512, 256)), b.input("w", (256, 256)), b.input("v", (256, 256))
+    b.ret(x @ w, x @ v)
+    texts = stage_texts(b.module)
+    assert len(parallel_bodies(texts["threads"])) == 2
+    kept = parallel_bodies(texts["dedupe"])
+    assert len(kept) == 1
+    calls = re.findall(r"call @(parallel_compute_fn\w*)\(", texts["dedupe"])
+    assert set(calls) == set(kept) and len(calls) >= 2
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((512, 256), (256, 256), (256, 256))]
+    got = jit_compile(b.module)(*args)
+    np.testing.assert_allclose(got[0], args[0] @ args[1], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], args[0] @ args[2], rtol=1e-4, atol=1e-4)
+
+
+def test_bodies_differing_in_one_constant_are_kept_apart(monkeypatch, rng):
+    monkeypatch.setenv("RLX_NUM_THREADS", "2")
+    b = rlx.Builder("apart")
+    x = b.input("x", (1024, 1024))
+    b.ret(b.tanh(x) * 2.0, b.tanh(x) * 3.0)
+    texts = stage_texts(b.module)
+    assert parallel_bodies(texts["dedupe"]) == parallel_bodies(texts["threads"])
+    x_ = rng.standard_normal((1024, 1024)).astype(np.float32)
+    got = jit_compile(b.module)(x_)
+    np.testing.assert_allclose(got[0], np.tanh(x_) * 2, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], np.tanh(x_) * 3, rtol=1e-5, atol=1e-5)

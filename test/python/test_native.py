@@ -66,6 +66,50 @@ def test_parallel_codegen_runs_the_same_as_the_execution_engine(fresh, monkeypat
     np.testing.assert_array_equal(in_process(x, w)[0], f(x, w)[0])
 
 
+SPLIT_TEXT = """module {
+  llvm.mlir.global private constant @msg("hi\\00") {addr_space = 0 : i32} : !llvm.array<3 x i8>
+  llvm.func @free(!llvm.ptr)
+  llvm.func @big(%arg0: i64) -> i64 {
+    %0 = llvm.add %arg0, %arg0 : i64
+    %1 = llvm.mul %0, %0 : i64
+    %2 = llvm.call @small(%1) : (i64) -> i64
+    llvm.return %2 : i64
+  }
+  llvm.func @small(%arg0: i64) -> i64 {
+    %0 = llvm.call @helper(%arg0) : (i64) -> i64
+    llvm.return %0 : i64
+  }
+  llvm.func @middle(%arg0: i64) -> i64 {
+    %0 = llvm.add %arg0, %arg0 : i64
+    llvm.return %0 : i64
+  }
+  llvm.func internal @helper(%arg0: i64) -> i64 {
+    llvm.return %arg0 : i64
+  }
+}
+"""
+
+
+def test_modules_split_into_balanced_parts_that_link_back():
+    parts = native.split_module_text(SPLIT_TEXT, 2)
+    assert len(parts) == 2
+    defined = [sorted(n for n in ("big", "small", "middle")
+                      if f"llvm.func @{n}(%arg0: i64) -> i64 {{" in p) for p in parts]
+    assert defined == [["big"], ["middle", "small"]]  # largest first, then the lighter bin
+    for part, names in zip(parts, defined, strict=True):
+        for other in {"big", "small", "middle"} - set(names):
+            assert f"  llvm.func @{other}(%arg0: i64) -> i64\n" in part  # declared
+        assert "@msg(" in part and "llvm.func internal @helper" in part  # copied
+    objects = native.compile_objects(SPLIT_TEXT, 2)
+    assert len(objects) == 2 and all(objects)
+
+
+@pytest.mark.parametrize("text", ["not mlir", SPLIT_TEXT.replace("\n  }\n", "\n", 1),
+                                  SPLIT_TEXT.replace("  llvm.func @free", "    llvm.func @free")])
+def test_text_of_another_shape_is_compiled_whole(text):
+    assert native.split_module_text(text, 2) == [text]
+
+
 def test_small_modules_compile_in_process():
     assert native.codegen_jobs("x" * 1000) == 1
 
