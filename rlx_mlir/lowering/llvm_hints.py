@@ -84,6 +84,10 @@ def move_loop_annotations(module: Any) -> int:
     return _update(module, ("llvm.br", "llvm.cond_br"), move)
 
 
+def _outlined(name: str) -> bool:
+    return name.startswith("parallel_compute_fn") or "_kernel_" in name
+
+
 def keep_parallel_bodies_outlined(module: Any) -> int:
     """Mark the loop bodies ``async-parallel-for`` outlined (``parallel_compute_fn*``)
     ``noinline``: at O3 LLVM otherwise inlines each body into both its caller and its
@@ -95,7 +99,7 @@ def keep_parallel_bodies_outlined(module: Any) -> int:
     for op in module.body.operations:
         name = op.attributes["sym_name"] if "sym_name" in op.attributes else None
         if op.name == "llvm.func" and name is not None and \
-                ir.StringAttr(name).value.startswith("parallel_compute_fn"):
+                _outlined(ir.StringAttr(name).value):
             op.attributes["passthrough"] = ir.ArrayAttr.get([ir.StringAttr.get("noinline")])
             count += 1
     return count

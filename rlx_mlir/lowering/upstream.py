@@ -68,6 +68,7 @@ def _fast_pipeline() -> list[Stage]:
     from rlx_mlir.lowering import dedupe as D
     from rlx_mlir.lowering import fusion as F
     from rlx_mlir.lowering import llvm_hints as H
+    from rlx_mlir.lowering import outline as O
     from rlx_mlir.lowering import schedules as S
 
     return [
@@ -83,6 +84,8 @@ def _fast_pipeline() -> list[Stage]:
         Stage("memplan", S.MEMPLAN),
         Stage("forall-temporaries", "python:heap-forall-temporaries",
               S.heap_parallel_temporaries),
+        Stage("outline", "python:outline-kernels", O.outline_kernels),
+        Stage("merge-kernels", "python:merge-identical-functions", D.merge_identical_functions),
         Stage("vector-lowering", f"transform:{S.SCHEDULE_VERSION}:vector-lowering",
               S.apply_vector_lowering),
         Stage("threads", S.threads_passes()),

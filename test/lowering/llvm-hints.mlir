@@ -5,8 +5,9 @@
 // RUN: rlx-opt %s --lower-to-llvm | mlir-translate --mlir-to-llvmir | FileCheck %s
 // RUN: env RLX_LLVM_UNROLL=1 rlx-opt %s --lower-to-llvm | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMUNROLL
 
-// A [64, 256] add + exp: loops over the rows and 64-lane chunks of vector code.
-// CHECK-LABEL: define void @rows(
+// A [64, 256] add + exp: loops over the rows and 64-lane chunks of vector code (in the
+// function's outlined kernel, after the public functions).
+// CHECK-LABEL: define void @rows_kernel_{{[0-9]+}}(
 // CHECK: br {{.*}}, !llvm.loop ![[LOOP:[0-9]+]]
 // LLVMUNROLL-NOT: llvm.loop
 func.func @rows(%x: tensor<64x256xf32>, %y: tensor<64x256xf32>) -> tensor<64x256xf32> {
@@ -16,9 +17,8 @@ func.func @rows(%x: tensor<64x256xf32>, %y: tensor<64x256xf32>) -> tensor<64x256
 }
 
 // A [64, 300] row is not a multiple of a vector width: scalar loops, left to LLVM.
-// CHECK-LABEL: define void @scalar_rows(
+// CHECK-LABEL: define void @scalar_rows_kernel_{{[0-9]+}}(
 // CHECK-NOT: !llvm.loop
-// CHECK-LABEL: define void @_mlir_ciface_scalar_rows(
 // CHECK: ![[LOOP]] = distinct !{![[LOOP]], ![[NOUNROLL:[0-9]+]]}
 // CHECK: ![[NOUNROLL]] = !{!"llvm.loop.unroll.disable"}
 func.func @scalar_rows(%x: tensor<64x300xf32>, %y: tensor<64x300xf32>) -> tensor<64x300xf32> {

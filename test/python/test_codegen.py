@@ -464,23 +464,76 @@ def parallel_bodies(text: str) -> list[str]:
     return re.findall(r"func\.func private @(parallel_compute_fn\w*)", text)
 
 
-def test_identical_parallel_bodies_are_compiled_once(monkeypatch, rng):
-    """Two same-shaped products outline two identical parallel bodies; the dedupe stage
+def kernels(text: str) -> list[str]:
+    return re.findall(r"func\.func private @(\w+_kernel_\d+)", text)
+
+
+def test_identical_kernels_are_outlined_and_compiled_once(monkeypatch, rng):
+    """Two same-shaped products become two identical kernel functions; the merge stage
     keeps one and calls it twice (and the results stay right)."""
     monkeypatch.setenv("RLX_NUM_THREADS", "2")
     b = rlx.Builder("twice")
     x, w, v = b.input("x", (512, 256)), b.input("w", (256, 256)), b.input("v", (256, 256))
     b.ret(x @ w, x @ v)
     texts = stage_texts(b.module)
-    assert len(parallel_bodies(texts["threads"])) == 2
-    kept = parallel_bodies(texts["dedupe"])
-    assert len(kept) == 1
-    calls = re.findall(r"call @(parallel_compute_fn\w*)\(", texts["dedupe"])
-    assert set(calls) == set(kept) and len(calls) >= 2
+    outlined, kept = kernels(texts["outline"]), kernels(texts["merge-kernels"])
+    assert len(kept) == len(outlined) - 1
+    calls = re.findall(r"call @(twice_kernel_\d+)\(", texts["merge-kernels"])
+    assert set(calls) == set(kept) and len(calls) == len(outlined)
+    main = texts["merge-kernels"].split("func.func private")[0]
+    assert "scf.for" not in main and "linalg." not in main  # only calls, allocs and views
+    assert len(parallel_bodies(texts["threads"])) == 1
     args = [rng.standard_normal(s).astype(np.float32) for s in ((512, 256), (256, 256), (256, 256))]
     got = jit_compile(b.module)(*args)
     np.testing.assert_allclose(got[0], args[0] @ args[1], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got[1], args[0] @ args[2], rtol=1e-4, atol=1e-4)
+
+
+MERGE_TEXT = """
+func.func private @a(%x: f32) -> f32 {
+  %c = arith.constant 2.0 : f32
+  %y = arith.mulf %x, %c : f32
+  return %y : f32
+}
+func.func private @b(%x: f32) -> f32 {
+  %c = arith.constant 2.0 : f32
+  %y = arith.mulf %x, %c : f32
+  return %y : f32
+}
+func.func private @c(%x: f32) -> f32 {
+  %c = arith.constant 3.0 : f32
+  %y = arith.mulf %x, %c : f32
+  return %y : f32
+}
+func.func private @call_a(%x: f32) -> f32 {
+  %y = call @a(%x) : (f32) -> f32
+  return %y : f32
+}
+func.func private @call_b(%x: f32) -> f32 {
+  %y = call @b(%x) : (f32) -> f32
+  return %y : f32
+}
+func.func @main(%x: f32) -> (f32, f32, f32) {
+  %p = call @call_a(%x) : (f32) -> f32
+  %q = call @call_b(%x) : (f32) -> f32
+  %r = call @c(%x) : (f32) -> f32
+  return %p, %q, %r : f32, f32, f32
+}
+"""
+
+
+def test_merge_identical_functions_repeats_until_callers_merge_too():
+    from mlir import ir
+
+    from rlx_mlir.lowering.dedupe import merge_identical_functions
+
+    with ir.Context():
+        module = ir.Module.parse(MERGE_TEXT)
+        assert merge_identical_functions(module) == 2  # @b, then @call_b (it now calls @a)
+        assert module.operation.verify()
+        text = str(module)
+    assert re.findall(r"func\.func private @(\w+)", text) == ["a", "c", "call_a"]
+    assert text.count("call @call_a(") == 2 and "call @c(" in text
 
 
 def test_bodies_differing_in_one_constant_are_kept_apart(monkeypatch, rng):
