@@ -35,12 +35,6 @@ PART_BYTES = 100_000
 """LLVM-dialect text per parallel code-generation job: below two parts' worth a module is
 compiled in-process by the ExecutionEngine (no process start-up to pay)."""
 
-LLC_FLAGS = ("-disable-lsr",)
-"""Extra ``llc`` flags. Loop strength reduction took a fifth of ``llc``'s time (two thirds
-on the attention gradient's per-head kernel) and changed no measured speed: the schedules
-already address each tile from its loop indices (GEMM 512^3/1024^3, MLP, transformer and
-LLaMA steps within noise in alternating processes; transformer codegen 0.52 -> 0.45 s)."""
-
 _void_p = ctypes.c_void_p
 
 
@@ -84,7 +78,7 @@ def _codegen_part(part: pathlib.Path, level: int) -> bytes:
     host = [f"-mtriple={host_triple()}", "-mcpu=native"]
     _run([tool("mlir-translate"), "--mlir-to-llvmir", str(part), "-o", str(llvm_ir)])
     _run([tool("opt"), f"-O{level}", *host, str(llvm_ir), "-o", str(optimized)])
-    _run([tool("llc"), f"-O{level}", *host, *LLC_FLAGS, "-relocation-model=pic", "-filetype=obj",
+    _run([tool("llc"), f"-O{level}", *host, "-relocation-model=pic", "-filetype=obj",
           str(optimized), "-o", str(obj)])
     return obj.read_bytes()
 
