@@ -40,10 +40,10 @@ def _print_after_all_stage(stage_spec: str, module: Any, args: Any) -> None:
 
 
 def _register_stage_hooks() -> None:
-    from rlx_mlir.tools import rlx_opt
+    from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS
 
-    rlx_opt.STAGE_HOOKS["lower-to-llvm"] = _lower_to_llvm_stage
-    rlx_opt.STAGE_HOOKS["print-after-all-upstream"] = _print_after_all_stage
+    STAGE_HOOKS["lower-to-llvm"] = _lower_to_llvm_stage
+    STAGE_HOOKS["print-after-all-upstream"] = _print_after_all_stage
 
 
 _register_stage_hooks()
