@@ -101,14 +101,28 @@ def _is_constant(value: Any) -> bool:
 def outline_kernels(module: Any) -> int:
     """Move every top-level kernel of each function with a body into a private function
     called from where it was; returns how many."""
+    taken = {_symbol(op) for op in module.body.operations if "sym_name" in op.attributes}
     functions = [op for op in module.body.operations
                  if op.operation.name == "func.func" and op.regions[0].blocks]
     count = 0
     for function in functions:
-        prefix = str(function.attributes["sym_name"]).strip('"')
         for op in list(function.regions[0].blocks[0].operations):
             if _is_kernel(op):
+                name = _fresh(f"{_symbol(function)}_kernel_", taken)
                 with op.location:
-                    _outline(op, f"{prefix}_kernel_{count}", module)
+                    _outline(op, name, module)
                 count += 1
     return count
+
+
+def _symbol(op: Any) -> str:
+    return str(op.attributes["sym_name"]).strip('"')
+
+
+def _fresh(prefix: str, taken: set[str]) -> str:
+    """``prefix<i>`` for the first ``i`` not in ``taken`` (then taken)."""
+    index = 0
+    while f"{prefix}{index}" in taken:
+        index += 1
+    taken.add(f"{prefix}{index}")
+    return f"{prefix}{index}"

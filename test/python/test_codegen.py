@@ -547,3 +547,23 @@ def test_bodies_differing_in_one_constant_are_kept_apart(monkeypatch, rng):
     got = jit_compile(b.module)(x_)
     np.testing.assert_allclose(got[0], np.tanh(x_) * 2, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[1], np.tanh(x_) * 3, rtol=1e-5, atol=1e-5)
+
+
+def test_kernel_names_avoid_the_module_own_functions(rng):
+    """A user function already called ``f_kernel_0``: the outlined kernels pick other names."""
+    text = """
+    func.func @f(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
+      %y = rlx.exp %x : (tensor<64x64xf32>) -> tensor<64x64xf32>
+      func.return %y : tensor<64x64xf32>
+    }
+    func.func @f_kernel_0(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
+      %y = rlx.tanh %x : (tensor<64x64xf32>) -> tensor<64x64xf32>
+      func.return %y : tensor<64x64xf32>
+    }
+    """
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    np.testing.assert_allclose(jit_compile(text, entry="f")(x)[0], np.exp(x), rtol=1e-5)
+    np.testing.assert_allclose(jit_compile(text, entry="f_kernel_0")(x)[0], np.tanh(x),
+                               rtol=1e-5, atol=1e-6)
+    names = re.findall(r"llvm\.func @(\w+)\(", lower_to_llvm(rlx.parse(text)))
+    assert {"f", "f_kernel_0", "f_kernel_1", "f_kernel_0_kernel_0"} <= set(names)
