@@ -161,8 +161,9 @@ def _compile_section(data: dict[str, Any]) -> str:
         "## (e) Compile time of (b)–(d)",
         "rlx **cold**: fresh process, `RLX_CACHE_DIR` an empty temp dir: `grad_with_loss` + "
         "`rlx_mlir.compile` + first call (IR → native; the breakdown is autodiff / rlx + "
-        "upstream lowering / LLVM codegen, run as parallel processes for modules over 600 KB of "
-        "LLVM dialect (transformer, llama) / first call). **warm (memory)**: a second "
+        "upstream lowering / LLVM codegen, the module cut into size-balanced parts compiled by "
+        "parallel processes for modules over 200 KB of LLVM dialect (all three) / first call). "
+        "**warm (memory)**: a second "
         "`rlx_mlir.compile` of the same text in the same process (in-memory cache hit). "
         "**warm (disk)**: a fresh process whose disk cache holds the module (build + "
         "autodiff + compile + first call; the cached object code is loaded, no compiler runs). "
