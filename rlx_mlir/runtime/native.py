@@ -128,6 +128,12 @@ def _external_definition(header: str) -> str | None:
     return words[1].split("(")[0][1:] if words[1].startswith("@") else None
 
 
+def _mutable_global(header: str) -> bool:
+    """``llvm.mlir.global`` without ``constant`` among its keywords (before its ``@name``)."""
+    words = header.split("@")[0].split()
+    return bool(words) and words[0] == "llvm.mlir.global" and "constant" not in words
+
+
 def _cut_top_level(text: str) -> _TopLevel | None:
     """Cut ``text`` into top-level ops; None if it is not the printed form expected."""
     lines = text.splitlines()
@@ -153,6 +159,8 @@ def _cut_top_level(text: str) -> _TopLevel | None:
         if not all(_in_body(inner) for inner in op[1:-1]):
             return None
         name = _external_definition(line.strip())
+        if name is None and _mutable_global(line.strip()):
+            return None  # a copy per part would not be one variable
         if name is None:
             cut.shared.extend(op)
         else:

@@ -104,8 +104,10 @@ def test_modules_split_into_balanced_parts_that_link_back():
     assert len(objects) == 2 and all(objects)
 
 
-@pytest.mark.parametrize("text", ["not mlir", SPLIT_TEXT.replace("\n  }\n", "\n", 1),
-                                  SPLIT_TEXT.replace("  llvm.func @free", "    llvm.func @free")])
+@pytest.mark.parametrize("text", [
+    "not mlir", SPLIT_TEXT.replace("\n  }\n", "\n", 1),
+    SPLIT_TEXT.replace("  llvm.func @free", "    llvm.func @free"),
+    SPLIT_TEXT.replace("private constant @msg", "internal @msg")])  # one variable, not a copy each
 def test_text_of_another_shape_is_compiled_whole(text):
     assert native.split_module_text(text, 2) == [text]
 
