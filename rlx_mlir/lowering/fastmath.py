@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import Float32Type, IntegerType
 
 if TYPE_CHECKING:
@@ -50,11 +50,16 @@ def is_f32(x: Value) -> bool:
     return isinstance(x.type, Float32Type)
 
 
+def _fma(s: Emitter, a: Value, b: Value | float, c: Value | float) -> Value:
+    """``a * b + c`` rounded once (``math.fma``: one vector FMA instead of a mul and an add)."""
+    return s.emit(math.FmaOp(a, s.scalar(b, a.type), s.scalar(c, a.type)))
+
+
 def _horner(s: Emitter, x: Value, coefficients: tuple[float, ...]) -> Value:
-    """``c0 x^(n-1) + c1 x^(n-2) + ... + c_{n-1}`` (highest power first)."""
+    """``c0 x^(n-1) + c1 x^(n-2) + ... + c_{n-1}`` (highest power first), one FMA a step."""
     acc = s.scalar(coefficients[0], x.type)
     for c in coefficients[1:]:
-        acc = s.add(s.mul(acc, x), c)
+        acc = _fma(s, acc, x, c)
     return acc
 
 
@@ -69,9 +74,9 @@ def _pow2(s: Emitter, n: Value) -> Value:
 def exp_f32(s: Emitter, x: Value) -> Value:
     """``exp(x)`` for f32 as arith ops (see the module docstring)."""
     xc = s.min(s.max(x, _EXP_MIN), _EXP_MAX)
-    n = s.floor(s.add(s.mul(xc, _LOG2E), 0.5))
+    n = s.floor(_fma(s, xc, _LOG2E, 0.5))
     r = s.sub(s.sub(xc, s.mul(n, _LN2_HI)), s.mul(n, _LN2_LO))
-    poly = s.add(s.add(s.mul(_horner(s, r, _EXP_POLY), s.mul(r, r)), r), 1.0)
+    poly = s.add(_fma(s, _horner(s, r, _EXP_POLY), s.mul(r, r), r), 1.0)
     y = s.mul(s.mul(poly, _pow2(s, n)), 2.0)
     y = s.select(s.cmp("lt", x, _EXP_MIN), 0.0, y)
     y = s.select(s.cmp("gt", x, _EXP_MAX), float("inf"), y)

@@ -45,9 +45,12 @@ func.func @int_ops(%x: tensor<2x3x4xi32>, %y: tensor<3x1xi32>) -> (tensor<2x3x4x
 // CHECK: math.floor
 // CHECK: math.copysign
 // CHECK: arith.maximumf
-// f32 erf and tanh are vectorized rational approximations: no libm call.
+// f32 erf and tanh are vectorized rational approximations: no libm call; their
+// polynomials are evaluated one vector FMA per Horner step.
 // LLVM-LABEL: llvm.func @activations
 // LLVM-NOT: llvm.call @erff
+// LLVM: %[[H1:.*]] = llvm.intr.fma({{.*}}) : (vector<5xf32>, vector<5xf32>, vector<5xf32>) -> vector<5xf32>
+// LLVM-NEXT: llvm.intr.fma(%[[H1]], {{.*}}) : (vector<5xf32>, vector<5xf32>, vector<5xf32>) -> vector<5xf32>
 // LLVM: llvm.fdiv {{.*}} : vector<5xf32>
 func.func @activations(%x: tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>) {
   %0 = rlx.gelu %x : (tensor<5xf32>) -> tensor<5xf32>
