@@ -87,11 +87,15 @@ def exp_f32(s: Emitter, x: Value) -> Value:
 
 def _odd_rational(s: Emitter, x: Value, clamp: float, num: tuple[float, ...],
                   den: tuple[float, ...]) -> Value:
-    """``x P(x^2) / Q(x^2)`` on ``x`` clamped to ``[-clamp, clamp]``, clamped to [-1, 1]."""
+    """``x P(x^2) / Q(x^2)`` on ``x`` clamped to ``[-clamp, clamp]``, clamped to [-1, 1];
+    exactly +-1 from the clamp on (where the f32 function has rounded to +-1: the FMA
+    evaluation lands one ulp short of it there, and ``x * (1 - tanh(x))`` at ``x = inf``
+    must stay NaN)."""
     xc = s.min(s.max(x, -clamp), clamp)
     x2 = s.mul(xc, xc)
     ratio = s.div(s.mul(xc, _horner(s, x2, num)), _horner(s, x2, den))
-    return s.min(s.max(ratio, -1.0), 1.0)
+    ratio = s.min(s.max(ratio, -1.0), 1.0)
+    return s.select(s.cmp("ge", s.abs(x), clamp), s.copysign(1.0, x), ratio)
 
 
 def tanh_f32(s: Emitter, x: Value) -> Value:
