@@ -127,12 +127,20 @@ func.func @custom_masks(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor
 // CHECK-NEXT: arith.mulf
 // CHECK-NEXT: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
 // CHECK-NEXT: %[[R:.*]] = arith.mulf %{{.*}}, %[[HALF]] : f32
-// f32 tanh is the emitter's rational approximation on [-7.905, 7.905], clamped to [-1, 1]
+// f32 tanh is the emitter's rational approximation on [-7.905, 7.905] (FMA Horner steps),
+// clamped to [-1, 1], exactly +-1 from the clamp on
 // CHECK-NEXT: %[[LO:.*]] = arith.constant -7.90531111 : f32
 // CHECK-NEXT: arith.maximumf %[[R]], %[[LO]] : f32
+// CHECK: math.fma
 // CHECK: arith.divf
 // CHECK: arith.maximumf
-// CHECK: %[[T:.*]] = arith.minimumf
+// CHECK: %[[RATIO:.*]] = arith.minimumf
+// CHECK-NEXT: %[[ABS:.*]] = math.absf %[[R]] : f32
+// CHECK-NEXT: %[[CLAMP:.*]] = arith.constant 7.90531111 : f32
+// CHECK-NEXT: %[[BIG:.*]] = arith.cmpf oge, %[[ABS]], %[[CLAMP]] : f32
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[SIGNED:.*]] = math.copysign %[[ONE]], %[[R]] : f32
+// CHECK-NEXT: %[[T:.*]] = arith.select %[[BIG]], %[[SIGNED]], %[[RATIO]] : f32
 // CHECK-NEXT: %[[CAP:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK-NEXT: %[[CAPPED:.*]] = arith.mulf %[[T]], %[[CAP]]
 // CHECK-NEXT: arith.addf %[[CAPPED]], %{{.*}} : f32
