@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-CONTRACTION_VERSION = "contract-v8"
+CONTRACTION_VERSION = "contract-v9"
 
 
 @dataclass(frozen=True)
@@ -67,13 +67,15 @@ class Contraction:
         through a transposed map (its packed schedule copies A panels anyway), so no
         transpose is materialised. Not for batch matmuls, nor for ``y`` (a ``[N, K]`` B
         would be read across its rows by the micro kernel). At the top level only when
-        ``M <= N``: the packing reads 4 columns of A^T per panel, which an N of 4 panels per
-        thread does not repay when A^T's rows are long (``2048x1024^T @ 2048x256``: 190
-        GFLOP/s against 220 for the other factor order, whose result is transposed back).
+        ``M <= N`` or ``K`` is short (:func:`transposed_a_pays`): the packing reads 4 columns
+        of A^T per panel, which an N of 4 panels per thread does not repay when A^T's rows
+        are long (``2048x1024^T @ 2048x256``: 190 GFLOP/s against 220 for the other factor
+        order, whose result is transposed back).
         Nested products are not packed (``schedules.NESTED_UNPACKED_MAX``): always."""
         if self.batched() or self.x.ops:
             return False
-        if not self.nested and _prod(self._sizes(self.m)) > _prod(self._sizes(self.n)):
+        if not self.nested and not transposed_a_pays(
+                _prod(self._sizes(self.m)), _prod(self._sizes(self.n)), _prod(self._sizes(self.k))):
             return False
         have = maps[self.x.inputs[0]]
         return (self._real(have) == self._real(self.x_transposed_order())
@@ -462,6 +464,17 @@ def _initial(op: Any, c: Contraction, lengths: list[int]) -> Any:
     return _collapsed(_transposed(init, c.out_dims, c.out_order(), c.sizes), lengths)
 
 
+TRANSPOSED_A_MAX_K = 512
+"""Up to this K a top-level product reads a ``[K, M]`` A through the transposed map even
+when ``M > N`` (short A^T panels pack fast: the MLP's ``x^T @ dh`` with K = 256, step -1.6%);
+beyond it only when ``M <= N`` (``2048x1024^T @ 2048x256``: 190 GFLOP/s against 220)."""
+
+
+def transposed_a_pays(m: int, n: int, k: int) -> bool:
+    """Whether a top-level ``A^T B`` should read A^T in place (see ``reads_x_transposed``)."""
+    return m <= n or k <= TRANSPOSED_A_MAX_K
+
+
 def transposed_a_maps() -> list[Any]:
     """``linalg.matmul`` maps reading A as ``[K, M]``: ``C[m, n] += A[k, m] * B[k, n]``."""
     from mlir import ir
@@ -545,9 +558,9 @@ def _transposed_lhs(op: Any) -> Any:
     producer = getattr(op.operands[0].owner, "operation", op.operands[0].owner)
     if getattr(producer, "name", "") != "linalg.transpose":
         return None
-    (m, _), (_, n) = (ir.RankedTensorType(v.type).shape for v in op.operands[:2])
+    (m, k), (_, n) = (ir.RankedTensorType(v.type).shape for v in op.operands[:2])
     nested = op.parent.name != "func.func"
-    return producer if m <= n or nested else None  # see Contraction.reads_x_transposed
+    return producer if nested or transposed_a_pays(m, n, k) else None
 
 
 def read_lhs_transposed(op: Any) -> None:

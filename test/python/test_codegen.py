@@ -176,17 +176,19 @@ def test_weight_gradient_reads_x_transposed():
     np.testing.assert_allclose(fast, xs.T @ dys, rtol=1e-4, atol=1e-4)
 
 
-def test_weight_gradient_with_m_above_n_keeps_the_plain_matmul():
-    """``x^T @ dy`` with x [64, 128], dy [64, 16] (M = 128 > N = 16): A^T panels of 4
-    columns would be packed for too few B panels, so x is transposed as before."""
+@pytest.mark.parametrize("k, reads_transposed", [(1024, False), (256, True)])
+def test_weight_gradient_with_m_above_n(k, reads_transposed):
+    """``x^T @ dy`` with x [K, 128], dy [K, 16] (M = 128 > N = 16): long A^T rows (K = 1024)
+    would be packed 4 columns at a time for too few B panels, so x is transposed as before;
+    short ones (K = 256) are read in place."""
     b = rlx.Builder("wgrad")
-    x, dy = b.input("x", (64, 128)), b.input("dy", (64, 16))
+    x, dy = b.input("x", (k, 128)), b.input("dy", (k, 16))
     b.ret(b.transpose(x, perm=[1, 0]) @ dy)
     contractions = stage_texts(b.module)["contractions"]
-    assert _transposes(contractions) == ["tensor<64x128xf32>"]
-    assert not _has_transposed_a_matmul(contractions)
+    assert _transposes(contractions) == ([] if reads_transposed else [f"tensor<{k}x128xf32>"])
+    assert _has_transposed_a_matmul(contractions) == reads_transposed
     rng = np.random.default_rng(5)
-    xs, dys = rng.standard_normal((64, 128)), rng.standard_normal((64, 16))
+    xs, dys = rng.standard_normal((k, 128)), rng.standard_normal((k, 16))
     (fast,) = run(b.module, "fast", xs.astype(np.float32), dys.astype(np.float32))
     np.testing.assert_allclose(fast, xs.T @ dys, rtol=1e-4, atol=1e-4)
 
