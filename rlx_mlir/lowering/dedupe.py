@@ -33,13 +33,16 @@ def _private_functions(module: Any) -> list[Any]:
     return found
 
 
-def _name(op: Any) -> str:
-    return str(op.attributes["sym_name"]).strip('"')
+def symbol_name(op: Any) -> str:
+    """The ``sym_name`` of a symbol op (a function), as a Python string."""
+    from mlir import ir
+
+    return ir.StringAttr(op.attributes["sym_name"]).value
 
 
 def _shape_key(op: Any) -> str:
     """The function's text with its own name blanked (its structural identity)."""
-    name = _name(op)
+    name = symbol_name(op)
     text = op.operation.get_asm(use_local_scope=True, assume_verified=True)
     return text.replace(f"@{name}(", "@(", 1)
 
@@ -54,7 +57,7 @@ def _duplicates(module: Any) -> dict[str, str]:
     for group in by_type.values():
         kept: dict[str, str] = {}
         for op in group if len(group) > 1 else ():
-            key, name = _shape_key(op), _name(op)
+            key, name = _shape_key(op), symbol_name(op)
             if key in kept:
                 replaced[name] = kept[key]
                 op.operation.erase()

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlx_mlir.lowering.dedupe import symbol_name
+
 KERNEL_DIALECTS = ("scf.", "linalg.")
 """Top-level ops of these dialects that hold a region are kernels."""
 
@@ -101,22 +103,18 @@ def _is_constant(value: Any) -> bool:
 def outline_kernels(module: Any) -> int:
     """Move every top-level kernel of each function with a body into a private function
     called from where it was; returns how many."""
-    taken = {_symbol(op) for op in module.body.operations if "sym_name" in op.attributes}
+    taken = {symbol_name(op) for op in module.body.operations if "sym_name" in op.attributes}
     functions = [op for op in module.body.operations
                  if op.operation.name == "func.func" and op.regions[0].blocks]
     count = 0
     for function in functions:
         for op in list(function.regions[0].blocks[0].operations):
             if _is_kernel(op):
-                name = _fresh(f"{_symbol(function)}_kernel_", taken)
+                name = _fresh(f"{symbol_name(function)}_kernel_", taken)
                 with op.location:
                     _outline(op, name, module)
                 count += 1
     return count
-
-
-def _symbol(op: Any) -> str:
-    return str(op.attributes["sym_name"]).strip('"')
 
 
 def _fresh(prefix: str, taken: set[str]) -> str:
