@@ -348,7 +348,9 @@ def _element_type(value: Any) -> Any:
 
 def _transposed(value: Any, have: list[int], want: list[int], sizes: list[int]) -> Any:
     """``value`` (dims ``have``) permuted into the order ``want`` (itself if equal)."""
-    from mlir.dialects import linalg, tensor
+    from mlir.dialects import tensor
+
+    from rlx_mlir.lowering import linalg_builders as linalg
 
     if have == want:
         return value
@@ -419,7 +421,9 @@ def _materialized(op: Any, c: Contraction, f: Factor, order: list[int]) -> Any:
     """The factor as a tensor with dims ``order``: the input itself (transposed) when the
     factor is an input, else a parallel generic replaying its body slice."""
     from mlir import ir
-    from mlir.dialects import linalg, tensor
+    from mlir.dialects import tensor
+
+    from rlx_mlir.lowering import linalg_builders as linalg
 
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     if not f.ops:
@@ -452,7 +456,9 @@ def _materialized(op: Any, c: Contraction, f: Factor, order: list[int]) -> Any:
 def _initial(op: Any, c: Contraction, lengths: list[int]) -> Any:
     """The accumulator in [batch, M, N] order, collapsed: a fresh fill when the generic's
     init is a fill (the usual zeros), else the init transposed."""
-    from mlir.dialects import linalg, tensor
+    from mlir.dialects import tensor
+
+    from rlx_mlir.lowering import linalg_builders as linalg
 
     init = op.operands[len(op.operands) - 1]
     producer = getattr(init.owner, "operation", init.owner)
@@ -487,7 +493,8 @@ def transposed_a_maps() -> list[Any]:
 def rewrite(op: Any, c: Contraction) -> None:
     """Replace the generic ``op`` by its factors, a named (batch_)matmul and a transpose."""
     from mlir import ir
-    from mlir.dialects import linalg
+
+    from rlx_mlir.lowering import linalg_builders as linalg
 
     maps = [_map_dims(ir.AffineMapAttr(a).value) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     x_transposed = c.reads_x_transposed(maps)  # type: ignore[arg-type]
@@ -566,7 +573,7 @@ def _transposed_lhs(op: Any) -> Any:
 def read_lhs_transposed(op: Any) -> None:
     """``matmul(transpose(a), b)`` -> a matmul reading ``a`` through the transposed map
     (:func:`transposed_a_maps`); the transpose goes when nothing else reads it."""
-    from mlir.dialects import linalg
+    from rlx_mlir.lowering import linalg_builders as linalg
 
     transpose = _transposed_lhs(op)
     with _insertion_before(op):

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, BoolAttr, DictionaryAttr, ModuleOp,
 from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.ir import to_text
 from rlx_mlir.lowering.bool_storage import widen_bool_storage
+from rlx_mlir.lowering.light_dialects import use_light_dialects
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,7 @@ def run_upstream(text: str, stages: str | Sequence[Stage] | None = None,
 
 
 def _parse_upstream(ir, text: str):
+    use_light_dialects()
     try:
         return ir.Module.parse(text)
     except Exception as e:  # MLIRError carries upstream's diagnostics

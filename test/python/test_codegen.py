@@ -569,3 +569,27 @@ def test_kernel_names_avoid_the_module_own_functions(rng):
                                rtol=1e-5, atol=1e-6)
     names = re.findall(r"llvm\.func @(\w+)\(", lower_to_llvm(rlx.parse(text)))
     assert {"f", "f_kernel_0", "f_kernel_1", "f_kernel_0_kernel_0"} <= set(names)
+
+
+def test_compile_does_not_import_the_linalg_opdsl_table(tmp_path):
+    """The bindings load ``light_dialects.linalg`` (op classes only) for linalg op views;
+    the contractions rewrite builds its matmuls and transposes without the opdsl table."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, numpy as np, rlx_mlir as rlx\n"
+        "b = rlx.Builder('f')\n"
+        "x = b.input('x', (8, 64)); w = b.input('w', (32, 64))\n"
+        "b.ret(b.matmul(b.transpose(b.matmul(x, b.transpose(w, perm=[1, 0])), perm=[1, 0]), x))\n"
+        "exe = rlx.compile(b.module)\n"
+        "xs = np.random.rand(8, 64).astype(np.float32); ws = np.random.rand(32, 64).astype(np.float32)\n"
+        "np.testing.assert_allclose(exe(xs, ws)[0], (xs @ ws.T).T @ xs, rtol=1e-4)\n"
+        "assert not any('opdsl' in m for m in sys.modules), 'opdsl imported'\n"
+        "from mlir.dialects import linalg\n"
+        "assert callable(linalg.matmul)\n"
+    )
+    env = {**__import__("os").environ, "RLX_CACHE_DIR": "off"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
