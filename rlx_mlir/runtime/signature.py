@@ -8,6 +8,7 @@ Shared by the interpreter and the JIT so both accept the same calls::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -97,9 +98,16 @@ class Signature:
             raise ValueError(f"@{self.name}: missing argument(s) {', '.join(missing)}")
         return [self._check(a, values[i]) for i, a in enumerate(self.args)]
 
+    @functools.cached_property
+    def _positions(self) -> dict[str, list[int]]:
+        positions: dict[str, list[int]] = {}
+        for i, a in enumerate(self.args):
+            positions.setdefault(a.name, []).append(i)
+        return positions
+
     def _index(self, name: str) -> int:
         """The position of the argument called ``name`` (ValueError if none or ambiguous)."""
-        hits = [i for i, a in enumerate(self.args) if a.name == name]
+        hits = self._positions.get(name, [])
         if not hits:
             known = ", ".join(a.name for a in self.args)
             raise ValueError(f"@{self.name} has no argument '{name}' (arguments: {known})")

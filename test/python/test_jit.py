@@ -197,6 +197,26 @@ def simple_module():
     return b.module
 
 
+def test_repeated_calls_follow_in_place_updates_and_new_arrays():
+    """An input passed again keeps its pointer (not looked up per call): in-place updates
+    of it are seen, and a new array -- or one at a freed array's address -- is pointed to."""
+    import gc
+
+    f = jit_compile(simple_module())
+    x, bias = np.ones((2, 3), np.float32), np.zeros(3, np.float32)
+    np.testing.assert_array_equal(f(x, bias)[0], x)
+    x *= 3.0
+    bias[:] = [1, 2, 3]
+    np.testing.assert_array_equal(f(x, bias)[0], x + bias)
+    for k in range(20):  # fresh arrays, some at recycled addresses
+        del x
+        gc.collect()
+        x = np.full((2, 3), float(k), np.float32)
+        np.testing.assert_array_equal(f(x, b=bias)[0], x + bias)
+    np.testing.assert_array_equal(f(x[:, ::-1].copy(), bias)[0], x + bias)
+    np.testing.assert_array_equal(f(np.asfortranarray(x), bias)[0], x + bias)
+
+
 def test_bad_calls_raise_value_error_naming_the_argument():
     f = jit_compile(simple_module())
     x, bias = np.ones((2, 3), np.float32), np.ones(3, np.float32)
