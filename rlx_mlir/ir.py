@@ -11,6 +11,8 @@ True
 
 from __future__ import annotations
 
+import difflib
+import re
 from io import StringIO
 
 from xdsl.context import Context
@@ -53,13 +55,42 @@ def _span_loc(error: ParseError) -> SourceLoc:
     return SourceLoc(where.file, where.line, where.col)
 
 
+_UNKNOWN_OP = re.compile(r"Operation (\S+) is not registered")
+
+
+def _unknown_op_column(loc: SourceLoc, message: str, text: str) -> SourceLoc:
+    """An unknown op is reported at its name (xDSL's span ends after it)."""
+    found = _UNKNOWN_OP.search(message)
+    lines = text.splitlines()
+    if not found or not 0 < loc.line <= len(lines):
+        return loc
+    column = lines[loc.line - 1].find(found.group(1))
+    return SourceLoc(loc.file, loc.line, column + 1) if column >= 0 else loc
+
+
+def _op_name_hint(message: str) -> str:
+    """For an unknown op name, the nearest registered ones: ``rlx.sum`` ->
+    ``(did you mean rlx.reduce_sum, rlx.cumsum?)``; else an empty string."""
+    found = _UNKNOWN_OP.search(message)
+    if not found:
+        return ""
+    name = found.group(1)
+    known = [op.name for op in Rlx.operations]
+    short = name.rpartition(".")[2]
+    suffixed = [k for k in known if k.endswith("_" + short) or k.endswith("." + short)]
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.75)
+    hints = list(dict.fromkeys(suffixed + close))[:3]
+    return f" (did you mean {', '.join(hints)}?)" if hints else ""
+
+
 def parse(text: str, filename: str = "<string>", line_offset: int = 0) -> ModuleOp:
     """Parse and verify rlx text; :class:`RlxError` with a location on failure."""
     try:
         module = LocatingParser(make_context(), text, filename).parse_module()
     except ParseError as e:
-        loc = _span_loc(e)
-        raise RlxError(e.msg, loc=SourceLoc(loc.file, loc.line + line_offset, loc.col)) from None
+        loc = _unknown_op_column(_span_loc(e), e.msg, text)
+        raise RlxError(e.msg + _op_name_hint(e.msg),
+                       loc=SourceLoc(loc.file, loc.line + line_offset, loc.col)) from None
     if line_offset:
         _shift_lines(module, line_offset)
     verify(module)
