@@ -21,7 +21,7 @@ prints as::
     }
 
 The iterations are independent (each writes its own tiles), so the ``threads`` stage of
-the fast pipeline runs them on the async runtime's workers (``scf.forall`` -> parallel
+the fast pipeline runs them on the threading runtime's workers (``scf.forall`` -> parallel
 loop), and the ops inside are scheduled single-threaded, on cache-sized tiles.
 """
 
@@ -206,7 +206,7 @@ def chunked_forall(e: Emitter, chunks: int, bounds: Sequence[int], inits: Sequen
                    body: TileBody) -> list[SSAValue]:
     """:func:`forall` over ``(outer, inner) = bounds`` run as ``chunks`` parallel
     iterations, each an ``scf.for`` over its ``outer / chunks`` rows of the space: one
-    task per thread, so the async runtime never has more tasks running than cores (with
+    task per thread, so the runtime never has more tasks running than cores (with
     one task per iteration, the caller thread ran beside both workers and a 32-head
     attention took 5.5 or 10 ms from call to call). Every tile's first offset must be the
     ``outer`` index (each output is cut along its dim 0); a plain forall when ``chunks``

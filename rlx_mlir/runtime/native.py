@@ -257,8 +257,8 @@ def host_triple() -> str:
 
 
 def load_runtime_libraries(paths: Sequence[str]) -> None:
-    """Make the runtime libraries' symbols (``memrefCopy``, ``mlirAsyncRuntime*``) visible
-    to the JIT's process-symbol lookup."""
+    """Make the runtime libraries' symbols (``memrefCopy``, ``__kmpc_*``,
+    ``mlirAsyncRuntime*``) visible to the JIT's process-symbol lookup."""
     for path in paths:
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
 

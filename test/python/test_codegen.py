@@ -85,14 +85,24 @@ def test_packed_matmul_schedule_ir_512():
     assert schedules.LAST_COUNTS.get("matmul_packed") == 1
 
 
-def test_thread_split_ir(monkeypatch):
+@pytest.mark.parametrize("runtime", ["openmp", "async"])
+def test_thread_split_ir(monkeypatch, runtime, rng):
     monkeypatch.setenv("RLX_NUM_THREADS", "2")
-    texts = stage_texts(matmul_module(512, 512, 512))
+    monkeypatch.setenv("RLX_THREADING", runtime)
+    module = matmul_module(512, 512, 512)
+    texts = stage_texts(module)
     assert "scf.forall" in texts["schedule"]
-    assert "async.execute" in texts["threads"] or "mlirAsyncRuntime" in texts["llvm"]
-    # the outlined parallel body is compiled once: noinline (no copy in each caller)
-    assert re.search(r'llvm.func @parallel_compute_fn\(.*passthrough = \["noinline"\]',
-                     texts["finish"])
+    if runtime == "openmp":  # a 2-thread parallel region around a static worksharing loop
+        assert re.search(r"omp\.parallel num_threads\(%\w+ : i\d+\)", texts["threads"])
+        assert "omp.wsloop" in texts["threads"] and "omp.parallel" in texts["finish"]
+        assert "async" not in texts["finish"]
+    else:
+        assert "mlirAsyncRuntime" in texts["llvm"] and "omp." not in texts["llvm"]
+        # the outlined parallel body is compiled once: noinline (no copy in each caller)
+        assert re.search(r'llvm.func @parallel_compute_fn\(.*passthrough = \["noinline"\]',
+                         texts["finish"])
+    a, b = (rng.standard_normal((512, 512)).astype(np.float32) for _ in range(2))
+    np.testing.assert_allclose(jit_compile(module)(a, b)[0], a @ b, rtol=1e-4, atol=1e-3)
     monkeypatch.setenv("RLX_NUM_THREADS", "1")
     texts = stage_texts(matmul_module(512, 512, 512))
     assert "scf.forall" not in texts["schedule"]
@@ -470,10 +480,12 @@ def kernels(text: str) -> list[str]:
     return re.findall(r"func\.func private @(\w+_kernel_\d+)", text)
 
 
-def test_identical_kernels_are_outlined_and_compiled_once(monkeypatch, rng):
+@pytest.mark.parametrize("runtime", ["openmp", "async"])
+def test_identical_kernels_are_outlined_and_compiled_once(monkeypatch, rng, runtime):
     """Two same-shaped products become two identical kernel functions; the merge stage
     keeps one and calls it twice (and the results stay right)."""
     monkeypatch.setenv("RLX_NUM_THREADS", "2")
+    monkeypatch.setenv("RLX_THREADING", runtime)
     b = rlx.Builder("twice")
     x, w, v = b.input("x", (512, 256)), b.input("w", (256, 256)), b.input("v", (256, 256))
     b.ret(x @ w, x @ v)
@@ -484,7 +496,10 @@ def test_identical_kernels_are_outlined_and_compiled_once(monkeypatch, rng):
     assert set(calls) == set(kept) and len(calls) == len(outlined)
     main = texts["merge-kernels"].split("func.func private")[0]
     assert "scf.for" not in main and "linalg." not in main  # only calls, allocs and views
-    assert len(parallel_bodies(texts["threads"])) == 1
+    if runtime == "async":
+        assert len(parallel_bodies(texts["threads"])) == 1
+    else:  # the parallel region lives in the one kernel left
+        assert texts["threads"].count("omp.parallel") == 1
     args = [rng.standard_normal(s).astype(np.float32) for s in ((512, 256), (256, 256), (256, 256))]
     got = jit_compile(b.module)(*args)
     np.testing.assert_allclose(got[0], args[0] @ args[1], rtol=1e-4, atol=1e-4)
