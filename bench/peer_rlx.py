@@ -17,7 +17,7 @@ from common import param_shapes
 
 import rlx_mlir as rlx
 from rlx_mlir import models
-from rlx_mlir.runtime import jit
+from rlx_mlir.runtime import jit, threads
 
 ENTRIES = {"mlp": "mlp_loss", "transformer": "block_loss", "llama": "llama_loss"}
 
@@ -89,7 +89,8 @@ def library_info() -> dict[str, Any]:
     return {"rlx_mlir": rlx.__version__, "RLX_CACHE_DIR": os.environ.get("RLX_CACHE_DIR"),
             "RLX_NUM_THREADS": os.environ.get("RLX_NUM_THREADS"),
             "runtime_reads_RLX_NUM_THREADS": runtime_reads_num_threads(),
-            "compiler_fingerprint": jit.compiler_fingerprint()[:12]}
+            "compiler_fingerprint": jit.compiler_fingerprint()[:12],
+            "threading": threads.threading_runtime()}
 
 
 def runtime_reads_num_threads() -> bool:

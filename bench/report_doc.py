@@ -112,7 +112,9 @@ def _method(data: dict[str, Any]) -> str:
   `MKL_NUM_THREADS` and `RLX_NUM_THREADS` to the thread count; PyTorch also gets
   `torch.set_num_threads(n)`; JAX at 1 thread gets
   `XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"`
-  (at 2 threads, XLA's defaults). `JAX_PLATFORMS=cpu`.
+  (at 2 threads, XLA's defaults). `JAX_PLATFORMS=cpu`. rlx's threads run on OpenMP
+  (`libiomp5` from the pinned `intel-openmp` wheel; idle workers spin 10 ms between
+  parallel loops; `RLX_THREADING=async` selects MLIR's async runtime instead).
 * Same seeded inputs for every peer (`bench/common.py`, seed 0). Each case: one first
   call (it holds JAX's and torch.compile's compilation), one warm-up call, then timed
   calls until they add up to ~{meta['budget_s']} s and number at least 5 (at most 2000;
