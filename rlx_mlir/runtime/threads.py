@@ -22,6 +22,7 @@ import functools
 import importlib.metadata
 import os
 import pathlib
+import re
 import sys
 
 from rlx_mlir.diagnostics import RlxError
@@ -50,13 +51,33 @@ def openmp_library() -> str | None:
 
 
 def threading_runtime() -> str:
-    """``RLX_THREADING`` (``openmp`` or ``async``); by default ``openmp`` if installed."""
+    """``RLX_THREADING`` (``openmp`` or ``async``); by default ``openmp`` if installed and
+    no other OpenMP runtime of the same ABI already runs in this process."""
     chosen = os.environ.get("RLX_THREADING", "").strip().lower()
     if chosen and chosen not in RUNTIMES:
         raise RlxError(f"RLX_THREADING={chosen!r}: expected one of {', '.join(RUNTIMES)}")
     if chosen == "openmp" and openmp_library() is None:
         raise RlxError("RLX_THREADING=openmp needs libiomp5.so: pip install intel-openmp")
-    return chosen or ("openmp" if openmp_library() is not None else "async")
+    if chosen:
+        return chosen
+    usable = openmp_library() is not None and not other_openmp_loaded()
+    return "openmp" if usable else "async"
+
+
+_KMP_RUNTIME = re.compile(r"/lib(i?omp5?|omp)(\.so|-)[^/\s]*$")
+
+
+def other_openmp_loaded() -> bool:
+    """Whether an Intel/LLVM OpenMP runtime (``libomp``, ``libiomp5``) other than ours is
+    mapped into this process: when two of them start, the second aborts the process
+    (``OMP: Error #15``). GNU ``libgomp`` (PyTorch's) is another ABI and coexists."""
+    ours = openmp_library()
+    try:
+        maps = pathlib.Path("/proc/self/maps").read_text().splitlines()
+    except OSError:
+        return False
+    paths = {line.split(maxsplit=5)[-1] for line in maps if line.count(" ") >= 5}
+    return any(_KMP_RUNTIME.search(p) and os.path.realpath(p) != ours for p in paths)
 
 
 @functools.cache
@@ -67,6 +88,10 @@ def openmp_runtime() -> str:
     if path is None:
         raise RlxError("this module runs OpenMP loops but libiomp5.so is not installed: "
                        "pip install intel-openmp (or compile with RLX_THREADING=async)")
+    if other_openmp_loaded():
+        raise RlxError("another OpenMP runtime (libomp/libiomp5) already runs in this "
+                       "process and a second one would abort it: compile with "
+                       "RLX_THREADING=async")
     library = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     if "KMP_BLOCKTIME" not in os.environ:
         library.kmp_set_blocktime(ctypes.c_int(OPENMP_BLOCKTIME_MS))
