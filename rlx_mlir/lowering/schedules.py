@@ -40,7 +40,12 @@ PACK_MIN_FLOPS = 1 << 18  # below this a register-tiled unpacked schedule is eno
 # 40 vs 40 us) while packing cost ~0.15 s of compile time on the transformer gradient.
 NESTED_UNPACKED_MAX = 1 << 19
 THREAD_MIN_FLOPS = 1 << 24  # below this a 2-thread split does not pay for its dispatch
-THREAD_MIN_ELEMENTS = 1 << 20  # other ops split from here (each split costs ~0.4 s of LLVM)
+THREAD_MIN_ELEMENTS = 1 << 17
+"""Other ops split over the threads from this many elements. With OpenMP's spinning workers
+a 2-thread split of a 256x512 elementwise op pays (alternating processes against 2^20: MLP
+step -1.5%, transformer -1.8%, LLaMA -3.4%; transformer cold compile +0.1 s for the
+extra parallel bodies). On the async runtime, whose workers sleep, 2^17 and 2^18 were
+slower than 2^20."""
 VEC_MAX_FULL = 64  # an innermost parallel dim up to this size is one vector
 
 
