@@ -71,6 +71,8 @@ def other_openmp_loaded() -> bool:
     """Whether an Intel/LLVM OpenMP runtime (``libomp``, ``libiomp5``) other than ours is
     mapped into this process: when two of them start, the second aborts the process
     (``OMP: Error #15``). GNU ``libgomp`` (PyTorch's) is another ABI and coexists."""
+    if openmp_runtime.cache_info().currsize:  # ours runs already (checked before it started)
+        return False
     ours = openmp_library()
     try:
         maps = pathlib.Path("/proc/self/maps").read_text().splitlines()
