@@ -112,7 +112,9 @@ def _method(data: dict[str, Any]) -> str:
   `MKL_NUM_THREADS` and `RLX_NUM_THREADS` to the thread count; PyTorch also gets
   `torch.set_num_threads(n)`; JAX at 1 thread gets
   `XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"`
-  (at 2 threads, XLA's defaults). `JAX_PLATFORMS=cpu`. rlx's threads run on OpenMP
+  (at 2 threads, XLA's defaults). `JAX_PLATFORMS=cpu`. A cell with fewer threads than
+  the machine has cores runs pinned to that many CPUs (`sched_setaffinity` before the
+  library loads): the 1-thread flags left XLA a second busy thread (CPU/wall 1.85-1.93). rlx's threads run on OpenMP
   (`libiomp5` from the pinned `intel-openmp` wheel; idle workers spin 10 ms between
   parallel loops; `RLX_THREADING=async` selects MLIR's async runtime instead).
 * Same seeded inputs for every peer (`bench/common.py`, seed 0). Each case: one first
@@ -129,7 +131,7 @@ def _method(data: dict[str, Any]) -> str:
   called with `d_output = 1`); `numpy` = hand-written forward + backward
   (`bench/peer_numpy.py`); `torch` = eager with `torch.autograd.grad`; `torch_compile` =
   `torch.compile` (inductor, default mode) of the loss function, backward through
-  AOTAutograd, inductor cache in a fresh dir per round; `jax` = `jax.jit` of
+  AOTAutograd, inductor cache in a fresh dir per cell; `jax` = `jax.jit` of
   `jax.value_and_grad`. A training step returns the loss and all parameter gradients
   (no optimizer update).
 * A table cell `error` is a failed cell (see the notes); `—` is a cell not run.
@@ -170,10 +172,10 @@ def _compile_section(data: dict[str, Any]) -> str:
         "**warm (disk)**: a fresh process whose disk cache holds the module (build + "
         "autodiff + compile + first call; the cached object code is loaded, no compiler runs). "
         "JAX and torch.compile: "
-        "first call minus a steady call, from the model cells of the lowest thread count "
-        "(torch.compile's inductor cache starts empty in each round, so that "
-        "cell is its cold compile; the C++ toolchain warm-up may be shared with earlier "
-        "cells).",
+        "first call minus a steady call, from the model cells of the highest thread count "
+        "(the cores rlx's cold compile uses; every cell starts with empty compile caches, "
+        "so each is a cold compile; the C++ toolchain warm-up of torch.compile may be "
+        "shared with earlier cells).",
         f"Reproduce: `{RUN} --only compile --peers rlx` (rlx columns) and "
         f"`{RUN} --only mlp,transformer,llama --peers jax,torch_compile` (the others).",
         compile_table(data["cells"]), _fingerprint_note(data["cells"])])

@@ -95,9 +95,10 @@ def plan_cells(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def cell_env(spec: dict[str, Any], scratch: pathlib.Path, round_: int = 0) -> dict[str, str]:
-    """The subprocess environment: thread knobs, private caches, import path. Caches are
-    per round: each round's first torch.compile cell and rlx cold compile start empty
-    (the rlx disk cell reuses what the round's cold cell wrote)."""
+    """The subprocess environment: thread knobs, private caches, import path. Every
+    torch.compile cell starts with an empty inductor cache (a cold compile at each thread
+    count); rlx's compile cache is per round (the disk cell reuses what the round's cold
+    cell wrote), every other rlx cell gets an empty one."""
     env = dict(os.environ)
     threads = str(spec["threads"])
     env.update(dict.fromkeys(THREAD_VARS, threads))
@@ -105,7 +106,7 @@ def cell_env(spec: dict[str, Any], scratch: pathlib.Path, round_: int = 0) -> di
     if spec["threads"] == 1:
         env["XLA_FLAGS"] = XLA_ONE_THREAD
     env["JAX_PLATFORMS"] = "cpu"
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / f"inductor-{round_}")
+    env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"inductor-{round_}-", dir=scratch)
     cache = scratch / f"rlx-compile-{round_}" if spec["workload"] == "compile" else pathlib.Path(
         tempfile.mkdtemp(prefix="rlx-cache-", dir=scratch))
     env["RLX_CACHE_DIR"] = str(cache)

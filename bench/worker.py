@@ -102,15 +102,25 @@ def run_compile(peer: SimpleNamespace, spec: dict) -> list[dict]:
     return cases
 
 
+def pin_to_cores(threads: int) -> list[int]:
+    """Run on the first ``threads`` allowed CPUs (a 1-thread cell gets one core: JAX's
+    1-thread flags still leave XLA a second busy thread); returns the CPUs in use."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if 0 < threads < len(allowed):
+        os.sched_setaffinity(0, allowed[:threads])
+    return sorted(os.sched_getaffinity(0))
+
+
 def main(argv: list[str]) -> None:
     spec = json.loads(argv[1])
+    cpus = pin_to_cores(spec["threads"])  # before any library starts its threads
     started = time.perf_counter()
     peer = load_peer(spec["peer"], spec["threads"])
     import_s = time.perf_counter() - started
     runner = {"gemm": run_gemm, "compile": run_compile}.get(spec["workload"], run_model)
     cases = runner(peer, spec)
     emit_result({"spec": spec, "import_s": round(import_s, 3), "cases": cases,
-                 "library": peer.library_info(), "pid": os.getpid()})
+                 "library": peer.library_info(), "pid": os.getpid(), "cpus": cpus})
 
 
 if __name__ == "__main__":
