@@ -196,6 +196,13 @@ def print_after_all_requested() -> bool:
     return os.environ.get("RLX_PRINT_AFTER_ALL", "") not in ("", "0")
 
 
+def verify_each_pass() -> bool:
+    """``RLX_VERIFY_EACH=1``: verify the module after every upstream pass (for debugging a
+    pass that breaks the IR). By default the module is verified once, after the last
+    stage: per-pass verification was a fifth of the passes' time (char-LM gradient 0.16 s)."""
+    return os.environ.get("RLX_VERIFY_EACH", "") not in ("", "0")
+
+
 def _stderr_dump(stage: Stage, text: str) -> None:
     print(f"// -----// IR after upstream stage '{stage.name}' ({stage.passes}) //----- //",
           file=sys.stderr)
@@ -217,6 +224,7 @@ def run_upstream(text: str, stages: str | Sequence[Stage] | None = None,
             _run_stage(PassManager, module, stage)
             if after_stage is not None:
                 after_stage(stage, str(module))
+        _verify(module)
         return str(module)
 
 
@@ -236,9 +244,17 @@ def _run_stage(pass_manager_cls, module, stage: Stage) -> None:
         if not stage.passes:
             return
         pm = pass_manager_cls.parse(f"builtin.module({stage.passes})")
+        pm.enable_verifier(verify_each_pass())
         pm.run(module.operation)
     except Exception as e:
         raise RlxError(f"upstream stage '{stage.name}' ({stage.passes}) failed: {e}") from None
+
+
+def _verify(module) -> None:
+    try:
+        module.operation.verify()
+    except Exception as e:  # MLIRError carries the diagnostics
+        raise RlxError(f"upstream pipeline produced invalid IR: {e}") from None
 
 
 def lower_to_llvm(module: ModuleOp, stages: str | Sequence[Stage] | None = None,

@@ -586,9 +586,11 @@ def test_kernel_names_avoid_the_module_own_functions(rng):
     assert {"f", "f_kernel_0", "f_kernel_1", "f_kernel_0_kernel_0"} <= set(names)
 
 
-def test_compile_does_not_import_the_linalg_opdsl_table(tmp_path):
-    """The bindings load ``light_dialects.linalg`` (op classes only) for linalg op views;
-    the contractions rewrite builds its matmuls and transposes without the opdsl table."""
+def test_compile_does_not_import_the_linalg_opdsl_table_or_llvm_op_classes(tmp_path):
+    """The bindings load ``light_dialects.linalg`` (op classes only) for linalg op views,
+    and ``light_dialects.llvm`` (none) for LLVM-dialect ones; the contractions rewrite
+    builds its matmuls and transposes without the opdsl table. A user's own imports of
+    the full modules still work afterwards."""
     import subprocess
     import sys
 
@@ -601,8 +603,9 @@ def test_compile_does_not_import_the_linalg_opdsl_table(tmp_path):
         "xs = np.random.rand(8, 64).astype(np.float32); ws = np.random.rand(32, 64).astype(np.float32)\n"
         "np.testing.assert_allclose(exe(xs, ws)[0], (xs @ ws.T).T @ xs, rtol=1e-4)\n"
         "assert not any('opdsl' in m for m in sys.modules), 'opdsl imported'\n"
-        "from mlir.dialects import linalg\n"
-        "assert callable(linalg.matmul)\n"
+        "assert 'mlir.dialects.llvm' not in sys.modules, 'llvm op classes imported'\n"
+        "from mlir.dialects import linalg, llvm\n"
+        "assert callable(linalg.matmul) and callable(llvm.ReturnOp)\n"
     )
     env = {**__import__("os").environ, "RLX_CACHE_DIR": "off"}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

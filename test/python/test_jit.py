@@ -17,6 +17,7 @@ from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.dialects.elementwise import ACTIVATIONS, AddOp
 from rlx_mlir.rules import LOWER
 from rlx_mlir.runtime.jit import compile as jit_compile
+from rlx_mlir.runtime.jit import reachable_module
 
 NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "i1": np.bool_}
 RTOL = {"f32": 1e-5, "f64": 1e-12}
@@ -320,6 +321,39 @@ def test_pipeline_is_a_named_list_and_stages_can_be_observed():
     bufferized = dict(seen)["bufferize"]
     assert "memref" in bufferized and "tensor<" not in bufferized.split("func.func")[1]
     assert "llvm.func @_mlir_ciface_f" in seen[-1][1]
+
+
+def test_invalid_ir_from_a_stage_is_a_clear_error():
+    """Passes run without per-pass verification; the module is verified once at the end."""
+    from rlx_mlir.lowering.upstream import Stage, run_upstream
+
+    def drop_return(module):
+        for op in module.body.operations[0].regions[0].blocks[0].operations:
+            if op.name == "func.return":
+                op.erase()
+
+    text = ('"builtin.module"() ({\n  "func.func"() <{sym_name = "f", '
+            'function_type = (f32) -> f32}> ({\n  ^bb0(%x: f32):\n'
+            '    "func.return"(%x) : (f32) -> ()\n  }) : () -> ()\n}) : () -> ()\n')
+    with pytest.raises(RlxError, match="invalid IR"):
+        run_upstream(text, [Stage("break", "python:drop-return", drop_return)])
+    assert "return %arg0 : f32" in run_upstream(text, [Stage("nothing", "")])
+
+
+@pytest.mark.parametrize("workload", ["mlp", "transformer"])
+def test_every_upstream_pass_leaves_valid_ir(workload, monkeypatch):
+    """``RLX_VERIFY_EACH=1`` verifies after every pass of the fast pipeline."""
+    from rlx_mlir import models
+    from rlx_mlir.lowering import lower_to_llvm
+
+    monkeypatch.setenv("RLX_VERIFY_EACH", "1")
+    if workload == "mlp":
+        module, entry = models.mlp_loss(batch=8, sizes=[16, 12, 4]), "mlp_loss"
+    else:
+        module = models.transformer_block_loss(batch=2, seq=16, d_model=32, heads=2)
+        entry = "block_loss"
+    grad = rlx.grad_with_loss(module, entry)
+    assert "llvm.func" in lower_to_llvm(reachable_module(module, grad.sym_name.data))
 
 
 def test_rlx_opt_print_after_all_upstream(tmp_path):

@@ -3,9 +3,11 @@
 When Python first touches an op of a dialect, the bindings import that dialect's module
 from the first package of ``dialect_search_modules`` that has it. ``mlir.dialects.linalg``
 also builds the opdsl table of every named op (about 40 ms of every process's first
-compile); :mod:`.linalg` here registers only the generated op classes. Other dialects
-fall through to ``mlir.dialects``; a user's own ``from mlir.dialects import linalg`` still
-imports the full module (the op classes are the same).
+compile); :mod:`.linalg` here registers only the generated op classes. ``mlir.dialects.llvm``
+imports the classes of every LLVM op and intrinsic (about 75 ms); :mod:`.llvm` here
+registers none. Other dialects fall through to ``mlir.dialects``; a user's own
+``from mlir.dialects import linalg`` still imports the full module (and registers its
+op classes).
 """
 
 from __future__ import annotations
