@@ -141,7 +141,8 @@ def _method(data: dict[str, Any]) -> str:
   top-level linalg op / loop); `bench/op_profile.py transformer` compiles and times every
   rlx op of the gradient alone; `bench/ab_pipeline.py transformer RLX_LLVM_UNROLL=1 -`
   compiles a workload once per setting of a compile-time knob and alternates their calls
-  in one process (an A/B that machine noise hits alike)."""
+  in one process (an A/B that machine noise hits alike); `bench/compile_profile.py
+  transformer` times a cold compile phase by phase (xDSL, each upstream stage, LLVM)."""
 
 
 def _workload_section(cells: list[dict], workload: str) -> str:

@@ -51,3 +51,19 @@ def test_rounds_are_merged_by_the_median_of_their_medians():
     assert (case["min_ms"], case["max_ms"], case["reps"]) == (9.0, 31.0, 16)
     assert case["ok_flag"] is True and merged["rounds"] == 3 and merged["wall_s"] == 4.0
     assert merge_rounds([cell(1.0, 1, "error")])["status"] == "error"
+
+
+def test_compile_profile_names_every_phase():
+    """bench/compile_profile.py: one round of the MLP gradient, every stage listed."""
+    from rlx_mlir.lowering.upstream import pipeline_stages
+
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "compile_profile.py"), "mlp", "--rounds", "1"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    named = {line.split("  ")[0].strip() for line in lines[1:]}
+    assert {"grad_with_loss", "xdsl lower-to-linalg", "print LLVM dialect", "total"} <= named
+    assert {f"stage {s.name}" for s in pipeline_stages()} <= named
+    assert any(line.startswith("LLVM codegen (") for line in lines)
