@@ -26,6 +26,7 @@ from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.lowering.bool_storage import widen_bool_storage
 from rlx_mlir.lowering.handoff_printer import generic_text
 from rlx_mlir.lowering.light_dialects import use_light_dialects
+from rlx_mlir.runtime.timing import Phases, phase
 
 
 @dataclass(frozen=True)
@@ -210,22 +211,26 @@ def _stderr_dump(stage: Stage, text: str) -> None:
 
 
 def run_upstream(text: str, stages: str | Sequence[Stage] | None = None,
-                 after_stage: StageCallback | None = None) -> str:
+                 after_stage: StageCallback | None = None, phases: Phases | None = None) -> str:
     """Parse ``text`` upstream, run ``stages`` (a pipeline name or stage list; default
-    ``RLX_PIPELINE`` / fast), return LLVM-dialect text."""
+    ``RLX_PIPELINE`` / fast), return LLVM-dialect text. ``phases`` (if given) gets the
+    seconds of the parse, of each stage and of the final verify + print."""
     from mlir import ir
     from mlir.passmanager import PassManager
 
     if after_stage is None and print_after_all_requested():
         after_stage = _stderr_dump
     with ir.Context():
-        module = _parse_upstream(ir, text)
+        with phase(phases, "upstream parse"):
+            module = _parse_upstream(ir, text)
         for stage in pipeline_stages(stages):
-            _run_stage(PassManager, module, stage)
+            with phase(phases, f"stage {stage.name}"):
+                _run_stage(PassManager, module, stage)
             if after_stage is not None:
                 after_stage(stage, str(module))
-        _verify(module)
-        return str(module)
+        with phase(phases, "verify + print LLVM dialect"):
+            _verify(module)
+            return str(module)
 
 
 def _parse_upstream(ir, text: str):
@@ -258,10 +263,14 @@ def _verify(module) -> None:
 
 
 def lower_to_llvm(module: ModuleOp, stages: str | Sequence[Stage] | None = None,
-                  after_stage: StageCallback | None = None) -> str:
-    """rlx (or already lowered) xDSL module -> LLVM-dialect text (the module is not changed)."""
+                  after_stage: StageCallback | None = None, phases: Phases | None = None) -> str:
+    """rlx (or already lowered) xDSL module -> LLVM-dialect text (the module is not changed;
+    ``phases``, if given, gets the seconds of each phase: :mod:`rlx_mlir.runtime.timing`)."""
     from rlx_mlir.lowering.to_linalg import lower_module
 
-    lowered = module.clone()
-    lower_module(lowered)
-    return run_upstream(handoff_text(lowered, in_place=True), stages, after_stage)
+    with phase(phases, "xdsl lower-to-linalg"):
+        lowered = module.clone()
+        lower_module(lowered)
+    with phase(phases, "xdsl hand-off text"):
+        text = handoff_text(lowered, in_place=True)
+    return run_upstream(text, stages, after_stage, phases)

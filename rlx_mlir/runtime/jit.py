@@ -45,6 +45,7 @@ from rlx_mlir.diagnostics import RlxError, int_setting
 from rlx_mlir.dialects.base import numpy_dtype, shape_of
 from rlx_mlir.runtime import native, threads
 from rlx_mlir.runtime.signature import Signature, signature_from_json, signature_to_json
+from rlx_mlir.runtime.timing import Phases, print_report, timing_requested
 
 # ---------------------------------------------------------------- memref descriptors
 
@@ -206,6 +207,9 @@ class Engine:
     """Per function: for each result, which distinct returned value it is (a value
     returned twice is compiled once: MLIR's out-params pass cannot alias results)."""
     timings: dict[str, float] = field(default_factory=dict)
+    phases: Phases = field(default_factory=dict)
+    """Seconds of each phase of the compile that made this engine, in order
+    (:mod:`.timing`; ``RLX_TIMING=1`` prints them)."""
     objects: list[bytes] = field(default_factory=list)
     """The module's object code (what the disk cache keeps), once compiled or loaded."""
     native_code: str = ""
@@ -231,6 +235,10 @@ class Engine:
         for name in self.signatures:
             self.function_address(name)
         self.timings["llvm_codegen_s"] = time.perf_counter() - started
+        how = {"parallel-llvm": f"llvm codegen ({jobs} processes) + load",
+               "execution-engine": "llvm codegen (in-process ExecutionEngine)",
+               "cached-objects": "load cached objects"}[self.native_code]
+        self.phases[how] = self.timings["llvm_codegen_s"]
 
     def _compile_objects(self, jobs: int) -> bool:
         """Object code from ``jobs`` parallel LLVM processes; False (with a warning) if the
@@ -418,9 +426,11 @@ def _lower(module: ModuleOp, key: str) -> Engine:
     unique = module.clone()
     result_maps = {f.sym_name.data: dedupe_results(f)
                    for f in unique.ops if _is_public_func(f)}
-    llvm_text = lower_to_llvm(unique)
+    phases: Phases = {}
+    llvm_text = lower_to_llvm(unique, phases=phases)
     engine = Engine(key, llvm_text, signatures, find_func(module).sym_name.data,
-                    {n: m for n, m in result_maps.items() if m != list(range(len(m)))})
+                    {n: m for n, m in result_maps.items() if m != list(range(len(m)))},
+                    phases=phases)
     engine.timings["lowering_s"] = time.perf_counter() - started
     return engine
 
@@ -499,6 +509,8 @@ def _engine_for(module: ModuleOp | None, text: str) -> Engine:
         engine.start()
         engine.timings["disk_cache_hit"] = 1.0
     _ENGINES[key] = engine
+    if timing_requested():
+        print_report(engine.phases, f"rlx compile timing of @{engine.default_entry}")
     return engine
 
 

@@ -356,6 +356,27 @@ def test_every_upstream_pass_leaves_valid_ir(workload, monkeypatch):
     assert "llvm.func" in lower_to_llvm(reachable_module(module, grad.sym_name.data))
 
 
+def test_a_cold_compile_records_its_phases_and_rlx_timing_prints_them(monkeypatch, capsys):
+    """``engine.phases``: xDSL, every upstream stage, LLVM; ``RLX_TIMING=1`` -> stderr."""
+    from rlx_mlir.lowering import PIPELINE
+
+    monkeypatch.setenv("RLX_CACHE_DIR", "off")
+    monkeypatch.setenv("RLX_TIMING", "1")
+    b = rlx.Builder("timed")
+    x = b.input("x", (3, 5))
+    b.ret(b.tanh(x) * 2.0)
+    f = jit_compile(b.module)
+    phases = f.engine.phases
+    assert list(phases)[:2] == ["xdsl lower-to-linalg", "xdsl hand-off text"]
+    assert {f"stage {s.name}" for s in PIPELINE} <= set(phases)
+    assert list(phases)[-1].startswith("llvm codegen")
+    assert all(seconds >= 0 for seconds in phases.values())
+    report = capsys.readouterr().err
+    assert "rlx compile timing of @timed" in report and "stage bufferize" in report
+    jit_compile(b.module)  # a memory hit compiles nothing and reports nothing
+    assert capsys.readouterr().err == ""
+
+
 def test_rlx_opt_print_after_all_upstream(tmp_path):
     src = tmp_path / "m.mlir"
     src.write_text("func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
