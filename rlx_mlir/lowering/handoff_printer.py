@@ -12,7 +12,9 @@ each distinct attribute once (through xDSL's printer) and reuses the text.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from io import StringIO
+from typing import Any
 
 from xdsl.dialects.builtin import FunctionType, UnitAttr, UnregisteredOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -31,7 +33,7 @@ class _AttributeTexts:
         self._by_value: dict[Attribute, str] = {}
         self._keys: dict[str, str] = {}
 
-    def _render(self, print_fn, value) -> str:
+    def _render(self, print_fn: Callable[[Any], None], value: Any) -> str:
         self._sink.seek(0)
         self._sink.truncate()
         print_fn(value)
@@ -95,7 +97,7 @@ class GenericPrinter:
                            else f"{key} = {self._attributes.text(attribute)}")
         return "{" + ", ".join(entries) + "}"
 
-    def _types(self, types) -> str:
+    def _types(self, types: Iterable[Attribute]) -> str:
         return ", ".join(self._attributes.text(t) for t in types)
 
     def _function_type(self, op: Operation) -> str:
