@@ -285,7 +285,7 @@ def compile_table(cells: list[dict]) -> str:
             rlx_cells[0] = _prepare_fallback(found, model)
         rows.append([model, *rlx_cells,
                      _first_call(found, model, "jax"), _first_call(found, model, "torch_compile")])
-    header = ["model", "rlx cold total s", "grad / lower / codegen / 1st call s",
+    header = ["model", "rlx cold total s", "grad / lower / codegen / 1st-call extra s",
               "rlx warm (memory) ms", "rlx warm (disk) s", "jax jit s", "torch.compile s"]
     return markdown_table(header, rows)
 
@@ -298,7 +298,7 @@ def _rlx_compile_cells(cold: dict | None, disk: dict | None) -> list[str]:
     if cold is None:
         return ["—", "—", "—", disk_text]
     parts = " / ".join(f"{cold.get(k, 0):.2f}" for k in
-                       ("grad_with_loss_s", "lowering_s", "llvm_codegen_s", "first_call_s"))
+                       ("grad_with_loss_s", "lowering_s", "llvm_codegen_s", "first_call_extra_s"))
     hit = "" if cold.get("memory_hit_same_engine") else " (cache miss)"
     return [f"{cold['total_s']:.2f}", parts, f"{cold['memory_hit_s'] * 1e3:.3f}{hit}",
             disk_text]
