@@ -70,17 +70,6 @@ def compile_with(env: dict[str, str], workload: str, case: object,
                 os.environ[k] = v
 
 
-def median_call(run: Callable[[], list], calls: int = 10) -> float:
-    for _ in range(2):
-        run()
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("workloads", help="comma-separated: mlp,transformer,llama,gemmMxKxN")
@@ -102,7 +91,7 @@ def main() -> None:
     times: dict[tuple[str, int], list[float]] = {key: [] for key in runs}
     for _ in range(args.rounds):
         for key, run in runs.items():
-            times[key].append(median_call(run))
+            times[key].append(common.median_call_s(run, calls=10, warmup=2))
     for name in args.workloads.split(","):
         base = statistics.median(times[name, 0])
         cells = [f"[{v}] {statistics.median(times[name, i]) * 1e3:.3f} ms "

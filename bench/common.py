@@ -138,6 +138,18 @@ class Timing:
         return out
 
 
+def median_call_s(run: Callable[[], Any], calls: int, warmup: int = 0) -> float:
+    """Median seconds of ``calls`` calls of ``run`` after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        run()
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
 def measure(fn: Callable[[], Any], budget_s: float, min_reps: int = 5,
             max_reps: int = 2000) -> tuple[Timing, Any]:
     """Median of repeated timed calls of ``fn`` after a first call (and a warm-up call).

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import pathlib
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from common import param_shapes
+from common import median_call_s, param_shapes
 
 import rlx_mlir as rlx
 from rlx_mlir import models
@@ -103,16 +102,6 @@ def runtime_reads_num_threads() -> bool:
 # ---------------------------------------------------------------- compile-time workload
 
 
-def _steady_call_s(run: Callable[[], Any], calls: int = 3) -> float:
-    """Median seconds of ``calls`` more calls."""
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def compile_phases(workload: str, dims: dict[str, Any], inputs: dict[str, np.ndarray]) -> dict:
     """IR -> native: build, grad_with_loss, compile, first call minus a steady call (the
     peers' compile times are measured that way); then an in-memory re-compile."""
@@ -123,7 +112,7 @@ def compile_phases(workload: str, dims: dict[str, Any], inputs: dict[str, np.nda
     run()
     first_done = time.perf_counter()
     phases["first_call_s"] = first_done - call_started
-    phases["steady_call_s"] = _steady_call_s(run)
+    phases["steady_call_s"] = median_call_s(run, calls=3)
     phases["first_call_extra_s"] = max(0.0, phases["first_call_s"] - phases["steady_call_s"])
     phases["total_s"] = first_done - started - phases["steady_call_s"]
     phases["disk_cache_hit"] = bool(phases.pop("disk_cache_hit", 0.0))
