@@ -12,7 +12,9 @@ builtin.module {
 
 Every ``rlx.<op>`` is a method (``b.softmax(x, axis=-1)``, ``b.attention(q, k, v,
 num_heads=4, head_dim=16, mask_kind="causal")``); operands first, attributes as
-keywords. Tensors support ``+ - * / @ ** -x`` and ``.T``.
+keywords. Tensors support ``+ - * / @ ** -x``, ``.T`` (all axes reversed) and ``.mT``
+(the last two swapped); ``/`` is true division and a float scalar promotes an integer
+tensor to f32, as in numpy and JAX.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from xdsl.utils.exceptions import VerifyException
 from rlx_mlir.diagnostics import RlxError, loc_from_attr, make_loc
 from rlx_mlir.dialects import op_by_name
 from rlx_mlir.dialects.base import (
+    FLOAT_DTYPES,
+    INT_DTYPES,
     NUMPY_DTYPES,
     dtype_of,
     shape_of,
@@ -90,37 +94,62 @@ class Tensor:
         return f"Tensor({self.type})"
 
     def _lift(self, other: Any) -> Tensor:
-        """Python scalars and numpy arrays become constants of this tensor's dtype."""
+        """Python scalars and numpy arrays become constants of this tensor's dtype (an
+        integer that does not fit it is an error, as in JAX)."""
         if isinstance(other, Tensor):
             return other
-        return self.builder.constant(np.asarray(other), self.dtype)
+        array = np.asarray(other)
+        if array.dtype.kind in "iu" and self.dtype in INT_DTYPES:
+            info = np.iinfo(NUMPY_DTYPES[self.dtype])
+            if array.size and (array.min() < info.min or array.max() > info.max):
+                raise RlxError(f"the integer {other!r} does not fit this tensor's dtype "
+                               f"{self.dtype}", loc=loc_from_attr(_user_location()))
+        return self.builder.constant(array, self.dtype)
+
+    def _promoted(self, other: Any) -> tuple[Tensor, Any]:
+        """numpy/JAX promotion against a float scalar or array: an integer (or bool) tensor
+        becomes f32 first (``int_tensor * 0.5`` is 3.5, not 0)."""
+        is_float = isinstance(other, Tensor) and other.dtype in FLOAT_DTYPES or (
+            not isinstance(other, Tensor) and np.asarray(other).dtype.kind in "fc")
+        if is_float and self.dtype not in (*FLOAT_DTYPES, "c64"):
+            return self.astype("f32"), other
+        return self, other
+
+    def _binary(self, op: str, other: Any, reverse: bool = False) -> Tensor:
+        x, other = self._promoted(other)
+        y = x._lift(other)
+        return getattr(self.builder, op)(*((y, x) if reverse else (x, y)))
 
     def __add__(self, o):
-        return self.builder.add(self, self._lift(o))
+        return self._binary("add", o)
 
     def __radd__(self, o):
-        return self.builder.add(self._lift(o), self)
+        return self._binary("add", o, reverse=True)
 
     def __sub__(self, o):
-        return self.builder.sub(self, self._lift(o))
+        return self._binary("sub", o)
 
     def __rsub__(self, o):
-        return self.builder.sub(self._lift(o), self)
+        return self._binary("sub", o, reverse=True)
 
     def __mul__(self, o):
-        return self.builder.mul(self, self._lift(o))
+        return self._binary("mul", o)
 
     def __rmul__(self, o):
-        return self.builder.mul(self._lift(o), self)
+        return self._binary("mul", o, reverse=True)
+
+    def _true_divisible(self) -> Tensor:
+        """``/`` is true division (numpy, JAX): integer operands divide as f32."""
+        return self if self.dtype in (*FLOAT_DTYPES, "c64") else self.astype("f32")
 
     def __truediv__(self, o):
-        return self.builder.div(self, self._lift(o))
+        return self._true_divisible()._binary("div", o)
 
     def __rtruediv__(self, o):
-        return self.builder.div(self._lift(o), self)
+        return self._true_divisible()._binary("div", o, reverse=True)
 
     def __pow__(self, o):
-        return self.builder.pow(self, self._lift(o))
+        return self._binary("pow", o)
 
     def __matmul__(self, o):
         return self.builder.matmul(self, o)
@@ -130,13 +159,24 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:
-        """Swap the last two axes."""
+        """All axes reversed, as numpy's and JAX's ``.T`` (a 0-d or 1-d tensor as is)."""
+        if self.ndim < 2:
+            return self
+        return self.builder.transpose(self, perm=list(range(self.ndim))[::-1])
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two axes swapped (numpy's, PyTorch's and JAX's ``.mT``): a batch of
+        matrices transposed."""
+        if self.ndim < 2:
+            raise RlxError(f".mT needs at least 2 dims, got shape {self.shape}",
+                           loc=loc_from_attr(_user_location()))
         perm = list(range(self.ndim))
         perm[-2:] = perm[-2:][::-1]
         return self.builder.transpose(self, perm=perm)
 
     def __rpow__(self, o):
-        return self.builder.pow(self._lift(o), self)
+        return self._binary("pow", o, reverse=True)
 
     def __rmatmul__(self, o):
         return self.builder.matmul(self._lift(o), self)
@@ -145,7 +185,8 @@ class Tensor:
         return self.builder.abs(self)
 
     def _compare(self, other: Any, predicate: str) -> Tensor:
-        return self.builder.compare(self, self._lift(other), predicate=predicate)
+        x, other = self._promoted(other)
+        return self.builder.compare(x, x._lift(other), predicate=predicate)
 
     def __lt__(self, o):
         return self._compare(o, "lt")
@@ -193,7 +234,7 @@ class Tensor:
 
     def __getitem__(self, index: Any) -> Tensor:
         """Integers and unit-step slices (``narrow``), ``None`` (new axis), ``...``, and
-        an integer Tensor on the leading axis (``gather``)."""
+        an integer Tensor or numpy integer array on the leading axis (``gather``)."""
         from rlx_mlir.frontend.indexing import getitem
 
         return getitem(self, index)
@@ -233,6 +274,9 @@ class Builder:
 
     def __init__(self, name: str = "main", module: ModuleOp | None = None,
                  block: Block | None = None):
+        if module is not None and _defines(module, name):
+            raise RlxError(f"the module already has a function @{name}: pick another name",
+                           loc=loc_from_attr(_user_location()))
         self.name = name
         self.module = module if module is not None else ModuleOp([])
         self.block = block if block is not None else Block()
@@ -421,6 +465,12 @@ class Builder:
 
     def __str__(self) -> str:
         return to_text(self.module)
+
+
+def _defines(module: ModuleOp, name: str) -> bool:
+    """Whether ``module`` has a top-level symbol ``name`` (a function)."""
+    return any(getattr(op, "sym_name", None) is not None and op.sym_name.data == name
+               for op in module.ops)
 
 
 def _resolve_reshape(src: Sequence[int], shape: Sequence[int]) -> tuple[int, ...]:

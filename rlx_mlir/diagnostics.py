@@ -74,6 +74,15 @@ class RlxError(Exception):
         return text
 
 
+class ArgumentError(RlxError, ValueError):
+    """A call with the wrong arguments (count, name, shape, dtype or value): an
+    :class:`RlxError`, and a ``ValueError`` as numpy would raise.
+
+    >>> isinstance(ArgumentError("@f takes 2 arguments, got 3"), ValueError)
+    True
+    """
+
+
 def int_setting(name: str, default: int, minimum: int = 0) -> int:
     """An integer environment knob (``RLX_NUM_THREADS``...): ``default`` when unset or
     empty, an :class:`RlxError` naming the variable when it is not an integer >= minimum.

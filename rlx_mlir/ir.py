@@ -105,8 +105,9 @@ def _shift_lines(module: ModuleOp, offset: int) -> None:
 
 
 def verify(module: Operation) -> None:
-    """Verify every op innermost-first, reporting the first failure at its location."""
-    for op in module.walk(reverse=True):
+    """Verify every op, nested ops before the op holding them, in source order: the first
+    failure in the file is reported, at its location."""
+    for op in module.walk(region_first=True):
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as e:

@@ -8,9 +8,10 @@
 >>> report.ok
 True
 
-The module is promoted to f64 (every ``f32`` tensor becomes ``f64``), its
-gradient function is built by the autodiff pass (or taken from the module when
-``@f_grad`` is already there), and both run on the numpy interpreter. Like
+The module is promoted to f64 (every ``f32`` tensor becomes ``f64``). The gradient
+checked is the module's own gradient function of ``@f`` (``rlx.grad_of = "f"``, e.g. a
+hand-written or earlier ``@f_grad``; ``grad=`` names one) when there is one, else the one
+the autodiff pass builds; both run on the numpy interpreter. Like
 JAX's ``check_vjp``, the loss cotangent is random, so non-scalar outputs are
 checked too: ``<ct, J v>`` (finite differences) against ``<vjp(ct), v>``.
 """
@@ -23,11 +24,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.traits import SymbolTable
 
+from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.interpreter import run_func
 from rlx_mlir.ir import as_module, find_func, parse, to_text
-from rlx_mlir.runtime.signature import Arg, Signature
+from rlx_mlir.runtime.signature import Arg, Signature, arg_names
 from rlx_mlir.transforms.autodiff import (
     GradOptions,
     build_grad_func,
@@ -56,13 +59,15 @@ class GradReport:
     func: str
     args: list[ArgReport] = field(default_factory=list)
     rtol: float = 1e-6
+    grad: str | None = None  # the module's gradient function checked, if any
 
     @property
     def ok(self) -> bool:
         return all(a.max_rel_error <= self.rtol for a in self.args)
 
     def __str__(self) -> str:
-        lines = [f"check-grads @{self.func}: {'OK' if self.ok else 'FAILED'}"]
+        checked = f" (checked @{self.grad})" if self.grad else ""
+        lines = [f"check-grads @{self.func}: {'OK' if self.ok else 'FAILED'}{checked}"]
         for a in self.args:
             verdict = "ok" if a.max_rel_error <= self.rtol else f"OFF (> {self.rtol:g})"
             lines.append(f"  d/d{a.name}: max relative error {a.max_rel_error:.3e} "
@@ -85,19 +90,112 @@ def check_grads(module: ModuleOp | str, func_name: str | None = None,
                 wrt: Sequence[str] | None = None, args: Mapping[str, np.ndarray] | None = None,
                 *, seed: int = 0, eps: float = 1e-4, rtol: float = 1e-6,
                 int_high: int = 2, max_elementwise: int = 48, directions: int = 4,
-                raise_on_error: bool = True) -> GradReport:
-    """Check the gradient of ``func_name`` (default: first differentiable function)."""
-    m64 = promote_to_f64(as_module(module) if isinstance(module, str) else module)
-    f = find_func(m64, func_name) if func_name else differentiable_funcs(m64, None)[0]
-    grad_f = build_grad_func(f, GradOptions(tuple(wrt) if wrt else None))
-    m64.body.block.add_op(grad_f)
-    wrt_indices = resolve_wrt(f, wrt)
-    report = _check(m64, f, grad_f, wrt_indices, args, seed, eps, int_high,
+                raise_on_error: bool = True, grad: str | None = None) -> GradReport:
+    """Check the gradient of ``func_name`` (default: first differentiable function).
+
+    ``grad`` names the gradient function to check (default: the module's gradient of
+    ``func_name`` for ``wrt``, else the one ``--autodiff`` emits)."""
+    source = as_module(module)
+    f, g = _targets(source, func_name, wrt, grad)
+    wrt_indices = grad_wrt(f, g) if g is not None else resolve_wrt(f, wrt)
+    m64 = promote_to_f64(source)
+    f64 = find_func(m64, f.sym_name.data)
+    if g is None:
+        grad_f = build_grad_func(f64, GradOptions(tuple(wrt) if wrt else None))
+        m64.body.block.add_op(grad_f)
+    else:
+        grad_f = find_func(m64, g.sym_name.data)
+    report = _check(m64, f64, grad_f, wrt_indices, args, seed, eps, int_high,
                     max_elementwise, directions)
-    report.rtol = rtol
+    report.rtol, report.grad = rtol, g.sym_name.data if g is not None else None
     if raise_on_error and not report.ok:
         raise AssertionError(str(report))
     return report
+
+
+def _targets(module: ModuleOp, func_name: str | None, wrt: Sequence[str] | None,
+             grad: str | None) -> tuple[func.FuncOp, func.FuncOp | None]:
+    """The differentiated function and the module's gradient function to check (or None)."""
+    if grad is None:
+        f = find_func(module, func_name) if func_name else differentiable_funcs(module, None)[0]
+        return f, _existing_grad(module, f, wrt)
+    g = find_func(module, grad)
+    f = grad_target(module, g)
+    if func_name is not None and func_name != f.sym_name.data:
+        raise RlxError(f"@{grad} is the gradient of @{f.sym_name.data}, not of @{func_name}",
+                       op=g)
+    if wrt is not None and list(wrt) != _wrt_names(f, g):
+        raise RlxError(f"@{grad} differentiates with respect to "
+                       f"{_names(f, grad_wrt(f, g))}, not {', '.join(wrt)}", op=g)
+    return f, g
+
+
+def _existing_grad(module: ModuleOp, f: func.FuncOp,
+                   wrt: Sequence[str] | None) -> func.FuncOp | None:
+    """The module's first gradient function of ``f`` (for ``wrt`` when given)."""
+    for g in module.body.block.ops:
+        mark = g.attributes.get("rlx.grad_of") if isinstance(g, func.FuncOp) else None
+        if (isinstance(mark, StringAttr) and mark.data == f.sym_name.data
+                and (wrt is None or list(wrt) == _wrt_names(f, g))):
+            return g
+    return None
+
+
+def grad_target(module: ModuleOp, g: func.FuncOp) -> func.FuncOp:
+    """The function ``g`` is the gradient of (its ``rlx.grad_of``)."""
+    target = g.attributes.get("rlx.grad_of")
+    if not isinstance(target, StringAttr):
+        raise RlxError(f"@{g.sym_name.data} has no rlx.grad_of = \"<function>\" attribute",
+                       op=g)
+    f = SymbolTable.lookup_symbol(module, target.data)
+    if not isinstance(f, func.FuncOp):
+        raise RlxError(f"@{g.sym_name.data} is marked rlx.grad_of = \"{target.data}\" but "
+                       f"the module has no function @{target.data}", op=g)
+    return f
+
+
+def grad_wrt(f: func.FuncOp, g: func.FuncOp) -> list[int]:
+    """The arguments of ``f`` that ``g`` differentiates (``rlx.wrt``), its signature checked."""
+    attr = g.attributes.get("rlx.wrt")
+    if attr is not None and not (isinstance(attr, ArrayAttr)
+                                 and all(isinstance(a, StringAttr) for a in attr.data)):
+        raise RlxError(f"@{g.sym_name.data}: rlx.wrt must be an array of argument names, got "
+                       f"{attr}", op=g)
+    wrt = resolve_wrt(f, [a.data for a in attr.data] if attr is not None else None)
+    _check_grad_signature(f, g, wrt)
+    return wrt
+
+
+def _check_grad_signature(f: func.FuncOp, g: func.FuncOp, wrt: list[int]) -> None:
+    """``g`` takes ``(f's arguments..., loss cotangent)`` and ends with one gradient per
+    ``wrt`` argument, like ``--autodiff``'s ``@f_grad``."""
+    inputs, outputs = list(f.function_type.inputs.data), list(f.function_type.outputs.data)
+    if not outputs:
+        raise RlxError(f"@{f.sym_name.data} has no result to differentiate", op=f)
+    takes, gives = list(g.function_type.inputs.data), list(g.function_type.outputs.data)
+    want = [inputs[i] for i in wrt]
+    name, of = g.sym_name.data, f.sym_name.data
+    if takes != [*inputs, outputs[0]]:
+        raise RlxError(f"@{name} must take the arguments of @{of} and then the loss "
+                       f"cotangent ({_types([*inputs, outputs[0]])}), got ({_types(takes)})",
+                       op=g)
+    if len(gives) < len(want) or gives[len(gives) - len(want):] != want:
+        raise RlxError(f"@{name} must end its results with the gradients of "
+                       f"{_names(f, wrt)} ({_types(want)}), got ({_types(gives)})", op=g)
+
+
+def _wrt_names(f: func.FuncOp, g: func.FuncOp) -> list[str]:
+    names = arg_names(f)
+    return [names[i] for i in grad_wrt(f, g)]
+
+
+def _names(f: func.FuncOp, indices: list[int]) -> str:
+    names = arg_names(f)
+    return ", ".join(names[i] for i in indices) or "no argument"
+
+
+def _types(types: Sequence[object]) -> str:
+    return ", ".join(str(t) for t in types)
 
 
 def _check(module: ModuleOp, f: func.FuncOp, grad_f: func.FuncOp, wrt: list[int],

@@ -358,7 +358,8 @@ class AttentionOp(RlxOp):
         "num_kv_heads": "i64, default num_heads: key/value heads Hkv, must divide Hq",
         "head_dim": "i64, required: D (q width Hq*D, k/v width Hkv*D)",
         "mask_kind": "string, default none: " + "|".join(MASK_KINDS),
-        "window": "i64 >= 0, required iff mask_kind = sliding_window",
+        "window": ("i64 >= 0, required iff mask_kind = sliding_window: query i keeps keys "
+                   "i-window..i (window + 1 keys, causal)"),
         "score_scale": "f32, default 1/sqrt(head_dim)",
         "softcap": "f32 > 0, default none: scores become softcap*tanh(s/softcap)",
     }

@@ -12,7 +12,7 @@ The custom syntax is the same for every op (MLIR's functional-type style)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -229,12 +229,18 @@ class RlxOp(IRDLOperation):
         return [v.type for v in self.operands]  # type: ignore[misc]
 
     # -- verification --------------------------------------------------------
-    def verify_(self) -> None:
-        known = getattr(type(self), "ATTRS", {})
-        for key in self.attributes:
+    @classmethod
+    def check_attribute_names(cls, names: Iterable[str]) -> None:
+        """ShapeError naming the first of ``names`` the op does not define (a typo such as
+        ``axs=0`` must not silently leave the default)."""
+        known = getattr(cls, "ATTRS", {})
+        for key in names:
             if key not in known:
                 allowed = ", ".join(known) or "none"
                 raise ShapeError(f"unknown attribute '{key}' (allowed: {allowed})")
+
+    def verify_(self) -> None:
+        type(self).check_attribute_names(self.attributes)
         for t in self.in_types():
             shape_of(t)
             dtype_of(t)
@@ -255,6 +261,7 @@ class RlxOp(IRDLOperation):
         regions: Sequence[Region] = (),
     ) -> RlxOp:
         """Build the op, inferring result types (``out`` for RESULT_FROM_TYPE ops)."""
+        cls.check_attribute_names(k for k, v in (attrs or {}).items() if v is not None)
         attributes = {k: to_attr(v) for k, v in (attrs or {}).items() if v is not None}
         py = {k: from_attr(v) for k, v in attributes.items()}
         types = [v.type for v in operands]

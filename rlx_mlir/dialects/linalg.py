@@ -267,11 +267,11 @@ def _vjp_matmul(ctx: VjpContext, op: MatmulOp, g: Tensor) -> list[Tensor | None]
     A shared 2-D ``b`` (``[B, S, K] @ [K, N]``) gets ``db`` as one matmul over the folded
     rows, ``[K, B*S] @ [B*S, N]``, instead of B matmuls and a sum."""
     a, b = ctx.inputs(op)
-    da = ctx.unbroadcast(g @ b.T, a.shape)
+    da = ctx.unbroadcast(g @ b.mT, a.shape)
     if b.ndim == 2 and a.ndim > 2:
         rows = ctx.b.reshape(a, (-1, a.shape[-1]))
-        return [da, rows.T @ ctx.b.reshape(g, (-1, g.shape[-1]))]
-    return [da, ctx.unbroadcast(a.T @ g, b.shape)]
+        return [da, rows.mT @ ctx.b.reshape(g, (-1, g.shape[-1]))]
+    return [da, ctx.unbroadcast(a.mT @ g, b.shape)]
 
 
 def _reduce_parts(ctx: VjpContext, op: ReduceOp) -> tuple[Tensor, tuple[int, ...], bool]:

@@ -1,33 +1,96 @@
 """``tensor[index]`` while tracing: integers and unit-step slices become ``rlx.narrow``
-(plus a reshape dropping integer axes), ``None`` inserts an axis, an integer Tensor on
-the leading axis becomes ``rlx.gather``.
+(plus a reshape dropping integer axes), ``None`` inserts an axis, and an integer Tensor
+or integer numpy array as the whole index selects rows of the leading axis with
+``rlx.gather``.
 
->>> # x[2], x[:, 1:3], x[..., 0], x[None], embed[tokens]
+>>> # x[2], x[:, 1:3], x[..., 0], x[None], embed[tokens], x[np.array([2, 0])]
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from rlx_mlir.diagnostics import RlxError
+
+_ARRAY_HINT = ("integer-array indexing is only supported as the whole index, selecting "
+               "along axis 0 (x[idx] with an integer Tensor or numpy array); for another "
+               "axis use x.builder.gather(x, idx, axis=k)")
+
+
+def _error(message: str) -> RlxError:
+    """An indexing error located at the user's line."""
+    from rlx_mlir.builder import _user_location
+    from rlx_mlir.diagnostics import loc_from_attr
+
+    return RlxError(message, loc=loc_from_attr(_user_location()))
 
 
 def _expand_ellipsis(index: tuple, rank: int) -> tuple:
-    if Ellipsis not in index:
+    ats = [k for k, i in enumerate(index) if i is Ellipsis]
+    if not ats:
         return index
-    at = index.index(Ellipsis)
+    if len(ats) > 1:
+        raise _error("an index can only have a single ellipsis ('...')")
+    at = ats[0]
     used = sum(1 for i in index if i is not None and i is not Ellipsis)
     return index[:at] + (slice(None),) * (rank - used) + index[at + 1:]
 
 
-def getitem(x: Any, index: Any) -> Any:
-    from rlx_mlir.builder import Tensor, _user_location
-    from rlx_mlir.diagnostics import loc_from_attr
+def _scalar_item(item: Any) -> Any:
+    """One entry of a basic index, numpy integers as ``int``; arrays, lists and bools
+    are rejected (they would select or mask rather than pick one position)."""
+    from rlx_mlir.builder import Tensor
 
+    if isinstance(item, (bool, np.bool_)):
+        raise _error(f"boolean index {item!r} is not supported while tracing; "
+                     "use rlx.nn.where to mask")
+    if isinstance(item, np.integer) or (isinstance(item, np.ndarray) and item.ndim == 0
+                                        and np.issubdtype(item.dtype, np.integer)):
+        return int(item)
+    if isinstance(item, (np.ndarray, Tensor, list)):
+        raise _error(f"unsupported index {type(item).__name__} inside a tuple or list: "
+                     + _ARRAY_HINT)
+    return item
+
+
+def _row_indices(index: np.ndarray, extent: int) -> np.ndarray:
+    """A numpy integer index array for an axis of ``extent``, checked and made
+    non-negative (i32, as ``rlx.gather`` takes it)."""
+    if index.dtype == np.bool_:
+        raise _error("boolean-mask indexing is not supported while tracing (the result "
+                     "shape would depend on the data); use rlx.nn.where to mask")
+    if not np.issubdtype(index.dtype, np.integer):
+        raise _error(f"index arrays must have an integer dtype, got {index.dtype}")
+    bad = index[(index < -extent) | (index >= extent)]
+    if bad.size:
+        raise _error(f"index {bad.flat[0]} is out of range for axis 0 of size {extent}")
+    return np.where(index < 0, index + extent, index).astype(np.int32)
+
+
+def _gather_rows(x: Any, index: Any) -> Any:
+    """``x[index]`` for an integer Tensor or integer numpy array ``index`` (axis 0)."""
+    from rlx_mlir.builder import Tensor
+
+    if x.ndim == 0:
+        raise _error("cannot index a 0-d tensor")
+    if not isinstance(index, Tensor):
+        index = x.builder.constant(_row_indices(index, x.shape[0]))
+    return x.builder.gather(x, index, axis=0)
+
+
+def getitem(x: Any, index: Any) -> Any:
+    from rlx_mlir.builder import Tensor
+
+    if isinstance(index, Tensor) or (isinstance(index, np.ndarray) and index.ndim > 0):
+        return _gather_rows(x, index)
+    if isinstance(index, list):
+        raise _error("indexing with a list is not supported (as in JAX); use a numpy "
+                     "array: x[np.array([...])]")
+    items = tuple(_scalar_item(i) for i in (index if isinstance(index, tuple) else (index,)))
+    index = _expand_ellipsis(items, x.ndim)
     b = x.builder
-    if isinstance(index, Tensor):
-        return b.gather(x, index, axis=0)
-    index = _expand_ellipsis(index if isinstance(index, tuple) else (index,), x.ndim)
     shape: list[int] = []
     axis = 0
     for item in index:
@@ -35,26 +98,22 @@ def getitem(x: Any, index: Any) -> Any:
             shape.append(1)
             continue
         if axis >= x.ndim:
-            raise RlxError(f"too many indices for a tensor of rank {x.ndim}",
-                           loc=loc_from_attr(_user_location()))
+            raise _error(f"too many indices for a tensor of rank {x.ndim}")
         extent = x.shape[axis]
         if isinstance(item, int):
             start = item + extent if item < 0 else item
             if not 0 <= start < extent:
-                raise RlxError(f"index {item} is out of range for axis {axis} of size {extent}",
-                               loc=loc_from_attr(_user_location()))
+                raise _error(f"index {item} is out of range for axis {axis} of size {extent}")
             x = b.narrow(x, axis=axis, start=start, length=1)
         elif isinstance(item, slice):
             start, stop, step = item.indices(extent)
             if step != 1:
-                raise RlxError("only unit-step slices are supported while tracing",
-                               loc=loc_from_attr(_user_location()))
+                raise _error("only unit-step slices are supported while tracing")
             if stop - start != extent:
                 x = b.narrow(x, axis=axis, start=start, length=max(stop - start, 0))
             shape.append(x.shape[axis])
         else:
-            raise RlxError(f"unsupported index {item!r} while tracing",
-                           loc=loc_from_attr(_user_location()))
+            raise _error(f"unsupported index {item!r} while tracing")
         axis += 1
     shape.extend(x.shape[axis:])
     return x if tuple(shape) == x.shape else b.reshape(x, shape)

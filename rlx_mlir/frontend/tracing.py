@@ -82,7 +82,10 @@ def _as_array(value: Any) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype == np.float64 and not isinstance(value, np.ndarray):
         array = array.astype(np.float32)  # Python floats are f32 like JAX's default
-    if array.dtype == np.int64 and not isinstance(value, np.ndarray):
+    if array.dtype == np.int64 and not isinstance(value, (np.ndarray, np.generic)):
+        if array.size and np.abs(array).max() > np.iinfo(np.int32).max:
+            raise RlxError(f"the Python int {value!r} does not fit int32 (Python ints are "
+                           "i32 like JAX's default); pass np.int64(...) for an i64 argument")
         array = array.astype(np.int32)
     if array.dtype not in _DTYPE_NAMES:
         raise RlxError(f"unsupported argument dtype {array.dtype}")
@@ -129,13 +132,27 @@ def trace(fn: Callable, args: Sequence[Any], name: str = "main",
         tensors.append(make(path, shape, dtype))
     out = fn(*unflatten(tree, tensors))
     out_leaves, out_tree = flatten(out)
-    values = []
-    for _, leaf in out_leaves:
-        if not isinstance(leaf, Tensor):
-            leaf = b.constant(_as_array(leaf))
-        values.append(leaf)
-    b.ret(*values)
+    b.ret(*[_output_value(b, path, leaf) for path, leaf in out_leaves])
     return Traced(b.module, name, [p for p, _ in leaves], out_tree)
+
+
+_NUMBERS = (np.ndarray, np.generic, bool, int, float, complex)
+
+
+def _output_value(b: Builder, path: str, leaf: Any) -> Tensor:
+    """An output leaf as a Tensor: numpy arrays and Python numbers become constants."""
+    if isinstance(leaf, Tensor):
+        return leaf
+    where = "the output" if path == "x" else f"output {path}"
+    if not isinstance(leaf, _NUMBERS):
+        what = "None" if leaf is None else f"a {type(leaf).__name__}"
+        raise RlxError(f"the traced function returned {what} at {where}; "
+                       "outputs must be tensors, numpy arrays or Python numbers")
+    try:
+        return b.constant(_as_array(leaf))
+    except RlxError:
+        raise RlxError(f"unsupported dtype {np.asarray(leaf).dtype} at {where} "
+                       "of the traced function") from None
 
 
 def _signature(args: Sequence[Any]) -> tuple:
@@ -229,46 +246,82 @@ def jit(fn: Callable) -> Transformed:
     return Transformed(fn, transform)
 
 
-def _argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
-    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+def _is_int(value: Any) -> bool:
+    """An integer that is not a bool (JAX rejects ``True`` as an axis or argnum)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _argnums(argnums: Any, caller: str) -> tuple[int, ...]:
+    """``argnums`` as a tuple of ints, checked for type (the arity is checked per call)."""
+    nums = (argnums,) if not isinstance(argnums, (tuple, list)) else tuple(argnums)
+    if not nums or not all(_is_int(i) for i in nums):
+        raise RlxError(f"{caller}: argnums must be an int or a non-empty tuple of ints; "
+                       f"got {argnums!r}")
+    return tuple(int(i) for i in nums)
+
+
+def _resolve_argnums(nums: tuple[int, ...], n_args: int, caller: str) -> tuple[int, ...]:
+    """``nums`` with negative entries counted from the end, each checked against the arity."""
+    bad = [i for i in nums if not -n_args <= i < n_args]
+    if bad:
+        raise RlxError(f"{caller}: argnums {bad[0]} is out of range for a function called "
+                       f"with {n_args} positional argument{'s' * (n_args != 1)}")
+    return tuple(i % n_args for i in nums)
+
+
+def _check_scalar_output(traced: Traced, caller: str) -> None:
+    """Raise unless the traced function returns one 0-d tensor, as JAX's ``grad`` does."""
+    if traced.out_tree.kind != "leaf":
+        raise RlxError(f"{caller} requires a function returning one scalar (0-d) tensor; "
+                       f"it returned a {traced.out_tree.kind}")
+    out_type = find_func(traced.module, traced.name).function_type.outputs.data[0]
+    shape = tuple(out_type.get_shape())
+    if shape:
+        raise RlxError(f"{caller} requires a scalar (0-d) output; got shape {shape}")
 
 
 def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Transformed:
-    """``(fn(*args), gradient of fn w.r.t. args[argnums])``; fn returns a scalar.
+    """``(fn(*args), gradient of fn w.r.t. args[argnums])``; fn returns a 0-d tensor.
 
     Gradients have the pytree structure of the differentiated arguments (a tuple
-    of them when ``argnums`` is a sequence).
+    of them when ``argnums`` is a sequence); negative ``argnums`` count from the end.
     """
-    nums = _argnums(argnums)
+    return _value_and_grad(fn, argnums, "value_and_grad")
+
+
+def _value_and_grad(fn: Callable, argnums: Any, caller: str) -> Transformed:
+    nums = _argnums(argnums, caller)
+    sequence = isinstance(argnums, (tuple, list))
 
     def transform(traced: Traced, args: tuple):
         from rlx_mlir.transforms.autodiff import grad_with_loss
 
-        if traced.out_tree.kind != "leaf":
-            raise RlxError("value_and_grad needs a function returning one scalar tensor")
+        _check_scalar_output(traced, caller)
         grad_with_loss(traced.module, traced.name, zero_missing_wrt=True)
 
         def finish(outs, args, t):
-            grads = _split_grads(outs[1:], args, nums)
-            return outs[0], grads if isinstance(argnums, Sequence) else grads[0]
+            grads = _split_grads(outs[1:], args, _resolve_argnums(nums, len(args), caller))
+            return outs[0], tuple(grads) if sequence else grads[0]
 
         return traced.name + "_grad", finish
 
-    return Transformed(fn, transform, params=lambda args: nums)
+    return Transformed(fn, transform,
+                       params=lambda args: _resolve_argnums(nums, len(args), caller))
 
 
 def _split_grads(grads: list[Any], args: Sequence[Any], nums: tuple[int, ...]) -> list[Any]:
-    out, position = [], 0
-    for i in nums:
+    """Regroup the flat gradients (in argument order) into one pytree per ``nums`` entry."""
+    by_arg, position = {}, 0
+    for i in sorted(set(nums)):
         leaves, tree = flatten(args[i])
-        out.append(unflatten(tree, grads[position:position + len(leaves)]))
+        by_arg[i] = unflatten(tree, grads[position:position + len(leaves)])
         position += len(leaves)
-    return out
+    return [by_arg[i] for i in nums]
 
 
 def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """The gradient of a scalar function w.r.t. ``args[argnums]`` (JAX's ``grad``)."""
-    both = value_and_grad(fn, argnums)
+    both = _value_and_grad(fn, argnums, "grad")
 
     @functools.wraps(fn)
     def gradient(*args: Any) -> Any:
@@ -279,20 +332,85 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def vmap(fn: Callable, in_axes: int | None | Sequence[int | None] = 0) -> Callable:
-    """Map ``fn`` over a leading batch axis of the arguments with ``in_axes == 0``
-    (``None``: shared). Outputs are batched on axis 0."""
+    """Map ``fn`` over one axis of the arguments (JAX's ``vmap``): ``in_axes`` is an int or
+    ``None`` for every argument, or a tuple/list with one entry per argument; an int entry
+    (negative counts from the end) is the batch axis of every leaf of that argument,
+    ``None`` shares it. Outputs are batched on axis 0."""
+    _check_in_axes(in_axes)
 
     @functools.wraps(fn)
     def batched(*args: Any) -> Any:
-        axes = in_axes if isinstance(in_axes, Sequence) else [in_axes] * len(args)
-        sizes = {_spec(leaf)[0][0] for a, ax in zip(args, axes, strict=True) if ax == 0
-                 for _, leaf in flatten(a)[0]}
-        if len(sizes) != 1:
-            raise RlxError(f"vmap: batched arguments disagree on the batch size: {sizes}")
-        size = sizes.pop()
-        return _vmapped(fn, tuple(axes), size)(*args)
+        axes = _axes_per_argument(in_axes, len(args))
+        moved = [_batch_axis_first(a, axes[i], i) for i, a in enumerate(args)]
+        flags = tuple(None if ax is None else 0 for ax in axes)
+        return _vmapped(fn, flags, _batch_size(moved, flags))(*moved)
 
     return batched
+
+
+def _check_in_axes(in_axes: Any) -> None:
+    entries = in_axes if isinstance(in_axes, (tuple, list)) else [in_axes]
+    for entry in entries:
+        if entry is not None and not _is_int(entry):
+            raise RlxError("vmap: in_axes entries must be ints or None; got "
+                           f"{entry!r} in in_axes={in_axes!r}")
+
+
+def _axes_per_argument(in_axes: Any, n_args: int) -> list[int | None]:
+    if not isinstance(in_axes, (tuple, list)):
+        return [in_axes] * n_args
+    if len(in_axes) != n_args:
+        raise RlxError(f"vmap: in_axes has {len(in_axes)} entries but the function got "
+                       f"{n_args} argument{'s' * (n_args != 1)}")
+    return list(in_axes)
+
+
+def _leaf_name(i: int, path: str, tree: TreeDef) -> str:
+    return f"argument {i}" if tree.kind == "leaf" else f"argument {i} (leaf {path})"
+
+
+def _batch_axis_first(arg: Any, axis: int | None, i: int) -> Any:
+    """``arg`` with its batch ``axis`` moved to the front of every leaf (a host
+    ``moveaxis`` for arrays, ``rlx.transpose`` for traced tensors)."""
+    if axis is None:
+        return arg
+    leaves, tree = flatten(arg)
+    moved = []
+    for path, leaf in leaves:
+        rank = len(_spec(leaf)[0])
+        where = _leaf_name(i, path, tree)
+        if rank == 0:
+            raise RlxError(f"vmap: {where} is 0-d and cannot be batched along axis {axis}")
+        if not -rank <= axis < rank:
+            raise RlxError(f"vmap: in_axes entry {axis} is out of range for {where} "
+                           f"of rank {rank}")
+        moved.append(_move_to_front(leaf, int(axis) % rank, rank))
+    return unflatten(tree, moved)
+
+
+def _move_to_front(leaf: Any, axis: int, rank: int) -> Any:
+    if axis == 0:
+        return leaf
+    if isinstance(leaf, Tensor):
+        return leaf.transpose([axis, *(d for d in range(rank) if d != axis)])
+    return np.ascontiguousarray(np.moveaxis(_as_array(leaf), axis, 0))
+
+
+def _batch_size(args: Sequence[Any], flags: tuple[int | None, ...]) -> int:
+    """The common leading extent of the batched leaves, or a clear error."""
+    first: dict[int, str] = {}
+    for i, (arg, flag) in enumerate(zip(args, flags, strict=True)):
+        if flag is None:
+            continue
+        leaves, tree = flatten(arg)
+        for path, leaf in leaves:
+            first.setdefault(_spec(leaf)[0][0], _leaf_name(i, path, tree))
+    if not first:
+        raise RlxError("vmap: no argument is batched (every in_axes entry is None)")
+    if len(first) > 1:
+        sizes = ", ".join(f"{where} has {size}" for size, where in first.items())
+        raise RlxError(f"vmap: batched arguments disagree on the batch size: {sizes}")
+    return next(iter(first))
 
 
 @functools.cache

@@ -1,7 +1,7 @@
 """Lowering: rlx -> upstream dialects on tensors (xDSL), then upstream MLIR to LLVM.
 
     rlx-opt model.mlir --lower-to-linalg                 # xDSL pass, upstream dialects only
-    rlx-opt model.mlir --autodiff --lower-to-llvm | mlir-opt
+    rlx-opt model.mlir --autodiff --lower-to-llvm | .venv/lib/python3.11/site-packages/mlir/bin/mlir-opt
     rlx-opt model.mlir --print-after-all-upstream --lower-to-llvm   # IR after each stage
 
 Rule authors use :class:`Emitter` (see ``docs/lowering.md``).

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FUSION_VERSION = "fuse-remat-v2"
+FUSION_VERSION = "fuse-remat-v3"
 CHEAP_OPS = frozenset({"arith.addf", "arith.subf", "arith.mulf", "arith.negf"})
 MAX_CHEAP_OPS = 2
 
@@ -61,10 +61,12 @@ def rematerialize_cheap_producers(module: Any) -> int:
 
 
 def apply_fusion(module: Any) -> None:
-    """CSE + canonicalize, rematerialize, then elementwise fusion (+ cleanup)."""
+    """Elementwise ops on whole tensors (``arith.addf %a, %b : tensor<..>`` written by
+    hand) as linalg, CSE + canonicalize, rematerialize, then elementwise fusion (+ cleanup)."""
     from mlir.passmanager import PassManager
 
-    PassManager.parse("builtin.module(cse,canonicalize)").run(module.operation)
+    PassManager.parse("builtin.module(func.func(convert-elementwise-to-linalg),cse,"
+                      "canonicalize)").run(module.operation)
     generalize_reductions(module)
     rematerialize_cheap_producers(module)
     PassManager.parse("builtin.module(func.func(linalg-fuse-elementwise-ops),canonicalize,cse)"

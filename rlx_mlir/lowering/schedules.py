@@ -670,8 +670,8 @@ def plan(module) -> tuple[str, dict[str, int]]:
     counts: dict[str, int] = {}
     for op in _candidates(module):
         info = _loop_info(op)
-        if info is None or not _body_is_vectorizable(op):
-            continue
+        if info is None or 0 in info.ranges or not _body_is_vectorizable(op):
+            continue  # (an empty op runs no iteration: plain loops are enough)
         if len(op.results) > 1 and "reduction" in info.iterators:
             continue  # multi-result reductions: the vectorizer rejects them
         i = len(fragments)

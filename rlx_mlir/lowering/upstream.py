@@ -50,7 +50,8 @@ _LLVM = ("expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-t
          "reconcile-unrealized-casts,canonicalize,cse")
 
 NAIVE_PIPELINE: list[Stage] = [
-    Stage("fuse", "func.func(linalg-fuse-elementwise-ops),canonicalize,cse"),
+    Stage("fuse", "func.func(convert-elementwise-to-linalg,linalg-fuse-elementwise-ops),"
+          "canonicalize,cse"),
     Stage("bufferize",
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},canonicalize,cse"),

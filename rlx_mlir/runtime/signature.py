@@ -3,7 +3,7 @@
 Shared by the interpreter and the JIT so both accept the same calls::
 
     sig = Signature.of(func_op)
-    arrays = sig.bind(x, w1=w1)     # ValueError naming the argument on mismatch
+    arrays = sig.bind(x, w1=w1)     # ArgumentError naming the argument on mismatch
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, StringAttr, TensorType
 
+from rlx_mlir.diagnostics import ArgumentError
 from rlx_mlir.dialects.base import dtype_of, numpy_dtype, shape_of
 
 
@@ -82,20 +83,21 @@ class Signature:
         return cls(f.sym_name.data, args, tuple(f.function_type.outputs.data))
 
     def bind(self, positional: Sequence[Any], named: Mapping[str, Any]) -> list[np.ndarray]:
-        """Match positional and named numpy arguments; ValueError on any mismatch."""
+        """Match positional and named numpy arguments; :class:`ArgumentError` (an
+        ``RlxError`` and a ``ValueError``) on any mismatch."""
         if len(positional) > len(self.args):
-            raise ValueError(
+            raise ArgumentError(
                 f"@{self.name} takes {len(self.args)} arguments, got {len(positional)}"
             )
         values: dict[int, Any] = dict(enumerate(positional))
         for key, value in named.items():
             index = self._index(key)
             if index in values:
-                raise ValueError(f"argument '{key}' of @{self.name} given twice")
+                raise ArgumentError(f"argument '{key}' of @{self.name} given twice")
             values[index] = value
         missing = [a.name for i, a in enumerate(self.args) if i not in values]
         if missing:
-            raise ValueError(f"@{self.name}: missing argument(s) {', '.join(missing)}")
+            raise ArgumentError(f"@{self.name}: missing argument(s) {', '.join(missing)}")
         return [self._check(a, values[i]) for i, a in enumerate(self.args)]
 
     @functools.cached_property
@@ -106,13 +108,14 @@ class Signature:
         return positions
 
     def _index(self, name: str) -> int:
-        """The position of the argument called ``name`` (ValueError if none or ambiguous)."""
+        """The position of the argument called ``name`` (ArgumentError if none or
+        ambiguous)."""
         hits = self._positions.get(name, [])
         if not hits:
             known = ", ".join(a.name for a in self.args)
-            raise ValueError(f"@{self.name} has no argument '{name}' (arguments: {known})")
+            raise ArgumentError(f"@{self.name} has no argument '{name}' (arguments: {known})")
         if len(hits) > 1:
-            raise ValueError(f"@{self.name} has {len(hits)} arguments named '{name}': "
+            raise ArgumentError(f"@{self.name} has {len(hits)} arguments named '{name}': "
                              "pass them by position")
         return hits[0]
 
@@ -120,18 +123,29 @@ class Signature:
         array = np.asarray(value)
         if array.dtype != arg.dtype:
             if np.isscalar(value) or isinstance(value, (list, tuple)):
-                array = array.astype(arg.dtype)
+                array = self._converted(arg, array)
             else:
-                raise ValueError(
+                raise ArgumentError(
                     f"argument '{arg.name}' of @{self.name}: expected dtype {arg.dtype} "
                     f"({arg.dtype_name}), got {array.dtype}"
                 )
         if array.shape != arg.shape:
-            raise ValueError(
+            raise ArgumentError(
                 f"argument '{arg.name}' of @{self.name}: expected shape {arg.shape}, "
                 f"got {array.shape}"
             )
         return np.asarray(array, order="C")  # ascontiguousarray would make 0-d arrays 1-d
+
+    def _converted(self, arg: Arg, array: np.ndarray) -> np.ndarray:
+        """A Python scalar or list as ``arg``'s dtype; values it cannot hold (an integer
+        out of range, a fraction for an integer argument) are an error, not wrapped."""
+        converted = array.astype(arg.dtype)
+        if arg.dtype.kind in "iub" and array.dtype.kind in "iufb" and \
+                np.any(converted.astype(array.dtype) != array):
+            raise ArgumentError(
+                f"argument '{arg.name}' of @{self.name}: {array.tolist()!r} does not fit "
+                f"dtype {arg.dtype} ({arg.dtype_name})")
+        return converted
 
 
 def signature_to_json(sig: Signature) -> dict[str, Any]:

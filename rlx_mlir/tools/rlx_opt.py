@@ -13,17 +13,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
-from xdsl.utils.exceptions import VerifyException
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import ArgSpecParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.diagnostics import RlxError, SourceLoc
 from rlx_mlir.ir import make_context, parse, to_text, verify
 from rlx_mlir.tools import diagnostics_check
-from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS
+from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS, TEXT_STAGES
 from rlx_mlir.transforms import all_passes
 
 
@@ -75,6 +76,43 @@ def _split_pipeline(spec: str) -> list[str]:
     return parts
 
 
+def stage_name(stage: str) -> str:
+    """``autodiff{wrt=w}`` -> ``autodiff``."""
+    return stage.split("{", 1)[0]
+
+
+def check_stage_order(stages: Sequence[str]) -> None:
+    """A stage that prints text instead of a module (``TEXT_STAGES``) must be the last."""
+    for stage, later in zip(stages, stages[1:], strict=False):
+        if stage_name(stage) in TEXT_STAGES:
+            raise after_text_stage_error(stage_name(stage), stage_name(later))
+
+
+def after_text_stage_error(text_stage: str, later: str) -> RlxError:
+    reason = TEXT_STAGES.get(text_stage, f"--{text_stage} prints text, not a module; make it "
+                                          "the last stage")
+    return RlxError(f"--{later} after --{text_stage}: {reason}")
+
+
+def parse_pass_spec(passes: Mapping[str, Callable[[], type[ModulePass]]],
+                    stage: str) -> PassPipeline:
+    """The xDSL pipeline of one stage; bad options are an RlxError, never a traceback."""
+    try:
+        return PassPipeline.parse_spec(passes, stage)
+    except (Exception, ArgSpecParseError) as e:  # ArgSpecParseError is a BaseException
+        raise RlxError(f"invalid pass specification '{stage}': {_spec_reason(e)}") from None
+
+
+def _spec_reason(error: BaseException) -> str:
+    """xDSL's message without its header: the reason, then the spec with a caret."""
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    if not isinstance(error, ArgSpecParseError) or len(lines) < 5:
+        return " ".join(line.strip() for line in lines)
+    # header, "pass-pipeline:L:C", spec, caret, reason...
+    reason = " ".join(line.strip() for line in lines[4:])
+    return f"{reason}\n  {lines[2]}\n  {lines[3].rstrip()}"
+
+
 class RlxOptMain(xDSLOptMain):
     """xDSL's opt driver with rlx's dialects, passes, ordering and diagnostics."""
 
@@ -102,8 +140,9 @@ class RlxOptMain(xDSLOptMain):
 
     # -- the run loop ----------------------------------------------------------
     def run(self) -> int:  # type: ignore[override]
+        self.pipelines = self.parse_stages()  # bad options or order: fail before any work
         filename = self.args.input_file or "<stdin>"
-        text = _read_input(self.args.input_file)
+        text = read_source(self.args.input_file)
         chunks = _chunks(text) if self.args.split_input_file else [(text, 0)]
         outputs: list[str] = []
         problems: list[str] = []
@@ -126,25 +165,31 @@ class RlxOptMain(xDSLOptMain):
         self._write("// -----\n".join(outputs))
         return 0
 
+    def parse_stages(self) -> list[PassPipeline | None]:
+        """Each stage's xDSL pipeline (None for a ``STAGE_HOOKS`` stage), checked."""
+        check_stage_order(self.stages)
+        return [None if stage_name(s) in STAGE_HOOKS else parse_pass_spec(self.passes, s)
+                for s in self.stages]
+
     def process(self, chunk: str, filename: str, offset: int) -> str:
         """Parse, verify, run the stages and print one chunk."""
         module = parse(chunk, filename, line_offset=offset)
-        for stage in self.stages:
-            result = self.run_stage(stage, module)
+        stages = list(zip(self.stages, self.pipelines, strict=True))
+        for index, (stage, pipeline) in enumerate(stages):
+            result = self.run_stage(stage, pipeline, module)
             if isinstance(result, str):
+                if index + 1 < len(stages):
+                    raise after_text_stage_error(stage_name(stage),
+                                                 stage_name(stages[index + 1][0]))
                 return result
         return to_text(module, generic=self.args.print_op_generic)
 
-    def run_stage(self, stage: str, module: ModuleOp) -> str | None:
+    def run_stage(self, stage: str, pipeline: PassPipeline | None,
+                  module: ModuleOp) -> str | None:
         """Run one pass (or text-producing stage such as lower-to-llvm)."""
-        name = stage.split("{", 1)[0]
-        hook = STAGE_HOOKS.get(name)
-        if hook is not None:
-            return hook(stage, module, self.args)  # type: ignore[operator]
-        try:
-            pipeline = PassPipeline.parse_spec(self.passes, stage)
-        except Exception as e:  # bad pass options: report, never a traceback
-            raise RlxError(f"invalid pass specification '{stage}': {e}") from None
+        name = stage_name(stage)
+        if pipeline is None:
+            return STAGE_HOOKS[name](stage, module, self.args)
         try:
             pipeline.apply(self.ctx, module)
         except VerifyException as e:
@@ -155,20 +200,55 @@ class RlxOptMain(xDSLOptMain):
         return None
 
     def _write(self, text: str) -> None:
-        if self.args.output_file:
-            with open(self.args.output_file, "w") as out:
-                out.write(text)
-        else:
+        path = self.args.output_file
+        if not path:
             sys.stdout.write(text)
+            sys.stdout.flush()  # a closed pipe raises here, not at interpreter exit
+            return
+        try:
+            with open(path, "w") as out:
+                out.write(text)
+        except OSError as e:
+            raise RlxError(f"could not write output file '{path}': {e.strerror or e}") from None
 
 
-def _read_input(path: str | None) -> str:
-    if path is None:
-        return sys.stdin.read()
-    if not os.path.exists(path):
-        raise RlxError(f"could not open input file '{path}'")
-    with open(path) as f:
-        return f.read()
+def read_source(path: str | None) -> str:
+    """The UTF-8 text of ``path`` (stdin when None), newlines normalised.
+
+    A missing, unreadable or non-UTF-8 input is an :class:`RlxError`.
+    """
+    name = path or "<stdin>"
+    try:
+        data = sys.stdin.buffer.read() if path is None else Path(path).read_bytes()
+    except OSError as e:
+        raise RlxError(f"could not open input file '{name}': {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RlxError(f"invalid UTF-8 byte 0x{data[e.start]:02x}: the input must be MLIR "
+                       "text", loc=_byte_loc(name, data, e.start)) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _byte_loc(name: str, data: bytes, offset: int) -> SourceLoc:
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return SourceLoc(name, data.count(b"\n", 0, offset) + 1, offset - line_start + 1)
+
+
+def broken_pipe_exit() -> int:
+    """stdout's reader went away: exit quietly with 141 (128 + SIGPIPE), like Unix tools."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
+def os_error_message(error: OSError) -> str:
+    """``error: <file>: <reason>`` for an I/O failure outside the input and output."""
+    if error.filename is not None:
+        return f"error: {error.filename}: {error.strerror or error}"
+    return f"error: {error.strerror or error}"
 
 
 def _chunks(text: str) -> list[tuple[str, int]]:
@@ -190,6 +270,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except SystemExit as e:  # argparse errors
         return int(e.code or 0)
+    except BrokenPipeError:
+        return broken_pipe_exit()
+    except OSError as e:  # e.g. --view-graph into a missing folder
+        print(os_error_message(e), file=sys.stderr)
+        return 1
     except Exception as e:  # never a traceback for the user
         if os.environ.get("RLX_DEBUG"):
             raise

@@ -2,7 +2,7 @@
 
 A hook is ``fn(stage_spec, module, args) -> str | None``; a string becomes the
 printed output (``--lower-to-llvm`` prints LLVM-dialect text, ``--check-grads``
-a report).
+a report), so such a stage must be the last one: ``TEXT_STAGES`` says why.
 """
 
 from __future__ import annotations
@@ -11,6 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 STAGE_HOOKS: dict[str, Callable[[str, Any, Any], str | None]] = {}
+
+# Stages whose output is text, not an rlx module: nothing can run after them.
+TEXT_STAGES: dict[str, str] = {
+    "lower-to-llvm": "the LLVM-dialect output is upstream MLIR text; run further passes "
+                     "with mlir-opt",
+    "check-grads": "--check-grads prints a report instead of the module; make it the last "
+                   "stage",
+}
 
 
 def _view_graph_stage(stage_spec: str, module: Any, args: Any) -> str | None:

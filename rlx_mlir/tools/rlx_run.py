@@ -20,6 +20,7 @@ import numpy as np
 from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.ir import find_func, parse
 from rlx_mlir.runtime.signature import Arg, Signature
+from rlx_mlir.tools.rlx_opt import broken_pipe_exit, os_error_message, read_source
 
 
 def random_input(arg: Arg, rng: np.random.Generator, int_high: int) -> np.ndarray:
@@ -58,11 +59,18 @@ def load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
     return inputs
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Values argparse accepts but numpy cannot draw from."""
+    if args.int_high < 1:
+        raise RlxError(f"--int-high must be at least 1 (random integers are drawn from "
+                       f"[0, K)), got {args.int_high}")
+    if args.seed < 0:
+        raise RlxError(f"--seed must be a non-negative integer, got {args.seed}")
+
+
 def run(args: argparse.Namespace) -> int:
-    if not os.path.exists(args.file):
-        raise RlxError(f"could not open input file '{args.file}'")
-    with open(args.file) as f:
-        module = parse(f.read(), args.file)
+    check_args(args)
+    module = parse(read_source(args.file), args.file)
     func = find_func(module, args.entry)
     sig = Signature.of(func)
     given = load_inputs(args.input)
@@ -80,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise RlxError(str(e)) from None
     for i, (array, rtype) in enumerate(zip(results, sig.results, strict=True)):
         print(format_result(i, array, str(rtype)))
+    sys.stdout.flush()  # a closed pipe raises here, not at interpreter exit
     return 0
 
 
@@ -113,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     except RlxError as error:
         print(error, file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return broken_pipe_exit()
+    except OSError as e:
+        print(os_error_message(e), file=sys.stderr)
         return 1
     except Exception as e:
         if os.environ.get("RLX_DEBUG"):

@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
 
 from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
@@ -143,10 +144,20 @@ def grad_with_loss(module: ModuleOp, func_name: str | None = None,
     """
     f = find_func(module, func_name)
     options = GradOptions(tuple(wrt) if wrt else None, zero_missing_wrt, with_loss)
+    name = f.sym_name.data
+    check_new_symbol(module, name + options.suffix, f"the gradient of @{name}")
     grad_func = build_grad_func(f, options)
     module.body.block.insert_op_after(grad_func, f)
     simplify(grad_func)
     return grad_func
+
+
+def check_new_symbol(module: ModuleOp, name: str, what: str) -> None:
+    """Refuse to add ``@name`` (``what``, e.g. "the gradient of @f") when the module has it."""
+    existing = SymbolTable.lookup_symbol(module, name)
+    if existing is not None:
+        raise RlxError(f"@{name} already exists in the module; cannot add {what} under that "
+                       "name (remove or rename the existing function)", op=existing)
 
 
 def simplify(op: Operation) -> None:
@@ -323,21 +334,25 @@ class AutodiffPass(ModulePass):
 
 
 def _check_grads_stage(stage: str, module: ModuleOp, args) -> str:
-    """``rlx-opt --check-grads``: check every differentiable function; exit 1 when off."""
+    """``rlx-opt --check-grads``: check each gradient function of the module (``rlx.grad_of``)
+    against finite differences of its function; without one, check what ``--autodiff``
+    would emit for each differentiable function. A gradient that is off is an error."""
     from rlx_mlir.testing import check_grads
 
-    grad_of = {f.attributes["rlx.grad_of"].data: f for f in module.body.block.ops
-               if isinstance(f, func.FuncOp) and "rlx.grad_of" in f.attributes}
-    targets = [find_func(module, name) for name in grad_of] or differentiable_funcs(module, None)
-    reports = []
-    for f in targets:
-        g = grad_of.get(f.sym_name.data)
-        wrt = [a.data for a in g.attributes["rlx.wrt"].data] if g is not None else None
-        reports.append(check_grads(module, f.sym_name.data, wrt, raise_on_error=False))
-    text = "\n".join(str(r) for r in reports) + "\n"
-    if not all(r.ok for r in reports):
-        raise RlxError("gradient check failed:\n" + text, op=module)
-    return text
+    grads = [f for f in module.body.block.ops
+             if isinstance(f, func.FuncOp) and "rlx.grad_of" in f.attributes]
+    if grads:
+        checks = [(g, check_grads(module, grad=g.sym_name.data, raise_on_error=False))
+                  for g in grads]
+    else:
+        checks = [(f, check_grads(module, f.sym_name.data, raise_on_error=False))
+                  for f in differentiable_funcs(module, None)]
+    text = "\n".join(str(r) for _, r in checks)
+    failed = [op for op, r in checks if not r.ok]
+    if failed:
+        names = ", ".join(f"@{op.sym_name.data}" for op in failed)
+        raise RlxError(f"gradient check failed ({names}):\n{text}", op=failed[0])
+    return text + "\n"
 
 
 STAGE_HOOKS["check-grads"] = _check_grads_stage

@@ -33,6 +33,7 @@ from rlx_mlir.rules import JVP, PREPARE_AD
 from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names, fresh_name
 from rlx_mlir.transforms import register_pass
 from rlx_mlir.transforms.autodiff import (
+    check_new_symbol,
     differentiable_funcs,
     is_differentiable_type,
     resolve_wrt,
@@ -206,7 +207,10 @@ def jvp(module: ModuleOp, func_name: str | None = None,
     from rlx_mlir.ir import find_func
 
     f = find_func(module, func_name)
-    g = build_jvp_func(f, JvpOptions(tuple(wrt) if wrt else None))
+    options = JvpOptions(tuple(wrt) if wrt else None)
+    name = f.sym_name.data
+    check_new_symbol(module, name + options.suffix, f"the JVP of @{name}")
+    g = build_jvp_func(f, options)
     module.body.block.insert_op_after(g, f)
     simplify(g)
     return g

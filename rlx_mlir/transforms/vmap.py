@@ -34,7 +34,7 @@ from rlx_mlir.dialects.base import dtype_of, shape_of, tensor
 from rlx_mlir.rules import PREPARE_AD, VMAP
 from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names
 from rlx_mlir.transforms import register_pass
-from rlx_mlir.transforms.autodiff import simplify
+from rlx_mlir.transforms.autodiff import check_new_symbol, simplify
 
 
 class VmapContext:
@@ -215,7 +215,10 @@ def vmap(module: ModuleOp, func_name: str | None, batched: Sequence[str],
     from rlx_mlir.ir import find_func
 
     f = find_func(module, func_name)
-    g = build_vmap_func(f, VmapOptions(tuple(batched), size))
+    options = VmapOptions(tuple(batched), size)
+    name = f.sym_name.data
+    check_new_symbol(module, name + options.suffix, f"the batched version of @{name}")
+    g = build_vmap_func(f, options)
     module.body.block.insert_op_after(g, f)
     simplify(g)
     return g

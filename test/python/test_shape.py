@@ -66,9 +66,21 @@ def test_transpose_matches_torch(shape, perm, dtype, rng):
     np.testing.assert_array_equal(got, want)
 
 
-def test_tensor_T_swaps_last_two_axes(rng):
+@pytest.mark.parametrize("shape", [(2, 3, 4), (3, 4), (5,), ()])
+def test_tensor_T_reverses_axes_like_numpy(shape, rng):
+    x = sample(rng, shape, np.float64)
+    np.testing.assert_array_equal(run1(lambda b, t: t.T, x), np.asarray(x).T)
+
+
+def test_tensor_mT_swaps_last_two_axes(rng):
     x = sample(rng, (2, 3, 4), np.float64)
-    np.testing.assert_array_equal(run1(lambda b, t: t.T, x), np.swapaxes(x, -1, -2))
+    np.testing.assert_array_equal(run1(lambda b, t: t.mT, x), np.swapaxes(x, -1, -2))
+
+
+def test_tensor_mT_of_a_vector_is_an_error():
+    b = rlx.Builder("f")
+    with pytest.raises(RlxError, match=r"\.mT needs at least 2 dims, got shape \(5,\)"):
+        _ = b.input("x", (5,)).mT
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))

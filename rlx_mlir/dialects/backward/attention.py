@@ -983,7 +983,7 @@ class PrimitiveAttention:
 
     @cached_property
     def scores(self) -> Tensor:
-        return (self.q @ self.k.T) * self.cfg.scale
+        return (self.q @ self.k.mT) * self.cfg.scale
 
     @cached_property
     def capped(self) -> Tensor:
@@ -1024,7 +1024,7 @@ class PrimitiveAttention:
 
     def d_logits(self, dy: Tensor) -> Tensor:
         """``dS = P (dP - rowsum(dP P))``, ``dP = dO V^T`` (``dy`` in heads)."""
-        d_probs = dy @ self.v.T
+        d_probs = dy @ self.v.mT
         return self.probs * (d_probs - (d_probs * self.probs).sum(axis=-1, keepdims=True))
 
     def scaled_d_scores(self, dy: Tensor) -> Tensor:
@@ -1037,8 +1037,8 @@ class PrimitiveAttention:
 
 PRIMITIVE_GRADIENTS: dict[str, Callable[[PrimitiveAttention, Tensor], Tensor]] = {
     "q": lambda a, dy: a.merge(a.scaled_d_scores(dy) @ a.k, a.cfg.num_heads),
-    "k": lambda a, dy: a.merge(a.scaled_d_scores(dy).T @ a.q, a.cfg.num_kv_heads),
-    "v": lambda a, dy: a.merge(a.probs.T @ dy, a.cfg.num_kv_heads),
+    "k": lambda a, dy: a.merge(a.scaled_d_scores(dy).mT @ a.q, a.cfg.num_kv_heads),
+    "v": lambda a, dy: a.merge(a.probs.mT @ dy, a.cfg.num_kv_heads),
     "bias": PrimitiveAttention.d_logits,
 }
 """``wrt`` -> the gradient it selects, from primitive ops (``dy`` in heads)."""

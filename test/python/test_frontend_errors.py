@@ -1,0 +1,192 @@
+"""The tracing front end on unusual input: vmap's in_axes, grad's argnums and scalar
+output, integer-array indexing and non-tensor outputs (numbers against numpy, errors
+as RlxError)."""
+
+import numpy as np
+import pytest
+
+import rlx_mlir as rlx
+from rlx_mlir import RlxError
+
+RNG = np.random.default_rng(7)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------- vmap in_axes
+
+
+def test_vmap_in_axes_one_matches_numpy():
+    a, b = rand(4, 4), rand(4, 4)
+    got = rlx.vmap(lambda u, v: (u * v).sum(), in_axes=(1, 0))(a, b)
+    np.testing.assert_allclose(got, (a.T * b).sum(1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("axes", [(1, None), (-1, None), (2, 0), (-2, -1), (0, 1)])
+def test_vmap_3d_argument_on_any_axis(axes):
+    x = rand(3, 5, 4)                      # batch of 3, 5 or 4 examples
+    n = x.shape[axes[0]]
+    w = {None: rand(2, 6), 0: rand(n, 2, 6), 1: rand(2, n, 6), -1: rand(2, 6, n)}[axes[1]]
+
+    def per_example(x, w):                 # not symmetric in x's axes or w's
+        return (x * x).sum(axis=1).max() * (w[0] - 2.0 * w[1]).sum()
+
+    got = rlx.vmap(per_example, in_axes=axes)(x, w)
+    xs = np.moveaxis(x, axes[0], 0)
+    ws = [w] * n if axes[1] is None else np.moveaxis(w, axes[1], 0)
+    want = [(xs[i] ** 2).sum(1).max() * (ws[i][0] - 2 * ws[i][1]).sum() for i in range(n)]
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def test_vmap_axis_moves_before_a_matmul():
+    x, w = rand(3, 8, 5), rand(5, 2)          # examples x[:, i, :] of shape (3, 5)
+    got = rlx.vmap(lambda x, w: x @ w, in_axes=(1, None))(x, w)
+    np.testing.assert_allclose(got, np.einsum("aib,bc->iac", x, w), rtol=1e-5)
+
+
+def test_vmap_int_in_axes_applies_to_every_argument_and_pytree_leaf():
+    p = {"a": rand(2, 6), "b": rand(3, 6)}
+    got = rlx.vmap(lambda p: p["a"].sum() - p["b"].max(), in_axes=-1)(p)
+    np.testing.assert_allclose(got, p["a"].sum(0) - p["b"].max(0), rtol=1e-5)
+
+
+def test_vmap_in_axes_inside_jit_and_of_grad():
+    x, w = rand(3, 6), rand(3)
+    got = rlx.jit(lambda x, w: rlx.vmap(lambda r, w: (r * w).sum(), in_axes=(1, None))(x, w))(x, w)
+    np.testing.assert_allclose(got, w @ x, rtol=1e-5)
+
+    grads = rlx.vmap(rlx.grad(lambda w, r: ((r * w).sum()) ** 2), in_axes=(None, -1))(w, x)
+    want = np.stack([2 * (x[:, i] @ w) * x[:, i] for i in range(6)])
+    np.testing.assert_allclose(grads, want, rtol=1e-4)
+
+
+@pytest.mark.parametrize("in_axes, message", [
+    (False, r"in_axes entries must be ints or None; got False"),
+    ((True, None), r"in_axes entries must be ints or None; got True"),
+    ((0, 1.0), r"got 1.0"),
+    ("0", r"got '0'"),
+])
+def test_vmap_rejects_non_int_in_axes(in_axes, message):
+    with pytest.raises(RlxError, match=message):
+        rlx.vmap(lambda u, v: u + v, in_axes=in_axes)
+
+
+def test_vmap_in_axes_length_must_match_the_arguments():
+    f = lambda p, x: (x @ p).sum()  # noqa: E731
+    p, x = np.ones((3, 2), np.float32), np.ones((8, 4, 3), np.float32)
+    with pytest.raises(RlxError, match="in_axes has 3 entries but the function got 2 arguments"):
+        rlx.vmap(f, in_axes=(None, 0, 0))(p, x)
+    with pytest.raises(RlxError, match="in_axes has 1 entries but the function got 2 arguments"):
+        rlx.vmap(f, in_axes=(0,))(p, x)
+
+
+def test_vmap_axis_out_of_rank_and_0d_arguments():
+    with pytest.raises(RlxError, match="argument 0 is 0-d and cannot be batched along axis 0"):
+        rlx.vmap(lambda s: s * 2.0)(np.float32(3))
+    with pytest.raises(RlxError, match="in_axes entry 2 is out of range for argument 1 of rank 2"):
+        rlx.vmap(lambda u, v: u + v, in_axes=(0, 2))(rand(4), rand(3, 4))
+    with pytest.raises(RlxError, match=r"in_axes entry -3 is out of range for argument 0 \(leaf b\)"):
+        rlx.vmap(lambda p: p["b"].sum(), in_axes=-3)({"b": rand(3, 4)})
+
+
+def test_vmap_nothing_batched_and_batch_size_mismatch():
+    f = lambda u, v: (u * v).sum()  # noqa: E731
+    with pytest.raises(RlxError, match=r"no argument is batched \(every in_axes entry is None\)"):
+        rlx.vmap(f, in_axes=(None, None))(rand(4), rand(4))
+    with pytest.raises(RlxError, match="disagree on the batch size: argument 0 has 4, "
+                                       "argument 1 has 8"):
+        rlx.vmap(f)(rand(4, 3), rand(8, 3))
+    with pytest.raises(RlxError, match="argument 0 has 3, argument 1 has 4"):
+        rlx.vmap(f, in_axes=(1, 0))(rand(4, 3), rand(4, 4))
+
+
+# ---------------------------------------------------------------- grad
+
+
+@pytest.mark.parametrize("transform", [rlx.grad, rlx.value_and_grad])
+@pytest.mark.parametrize("fn, shape", [(lambda a: a * 2.0, r"\(2, 3\)"),
+                                       (lambda a: a.sum(axis=0, keepdims=True)[:, 0], r"\(1,\)")])
+def test_grad_requires_a_scalar_output(transform, fn, shape):
+    name = transform.__name__
+    with pytest.raises(RlxError, match=rf"^error: {name} requires a scalar \(0-d\) output; "
+                                       rf"got shape {shape}"):
+        transform(fn)(np.ones((2, 3), np.float32))
+
+
+def test_grad_requires_a_single_output():
+    with pytest.raises(RlxError, match="grad requires a function returning one scalar"):
+        rlx.grad(lambda a: (a.sum(), a.max()))(rand(3))
+
+
+def test_grad_argnums_out_of_range_or_not_int():
+    x = rand(4, 3)
+    with pytest.raises(RlxError, match="grad: argnums 5 is out of range for a function called "
+                                       "with 1 positional argument"):
+        rlx.grad(lambda a: a.sum(), argnums=5)(x)
+    with pytest.raises(RlxError, match="value_and_grad: argnums -3 is out of range .* with 2 "):
+        rlx.value_and_grad(lambda a, b: (a * b).sum(), argnums=(0, -3))(x, x)
+    for bad in (True, "0", (), (0, 1.0)):
+        with pytest.raises(RlxError, match="argnums must be an int or a non-empty tuple of ints"):
+            rlx.grad(lambda a: a.sum(), argnums=bad)
+
+
+def test_grad_argnums_order_negative_and_repeated():
+    a, b = rand(3), rand(3)
+    f = lambda x, y: (x * x * y).sum()  # noqa: E731
+    ga, gb = 2 * a * b, a * a
+    g = rlx.grad(f, argnums=(1, 0))(a, b)
+    assert isinstance(g, tuple)
+    np.testing.assert_allclose(g[0], gb, rtol=1e-6)
+    np.testing.assert_allclose(g[1], ga, rtol=1e-6)
+    np.testing.assert_allclose(rlx.grad(f, argnums=-1)(a, b), gb, rtol=1e-6)
+    g0, g1 = rlx.grad(f, argnums=(0, 0))(a, b)
+    np.testing.assert_allclose(g0, ga, rtol=1e-6)
+    np.testing.assert_allclose(g1, ga, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- indexing and outputs
+
+
+def test_index_with_a_numpy_integer_array_gathers_rows():
+    x = rand(4, 3)
+    got = rlx.jit(lambda a: a[np.array([2, 0, -1])])(x)
+    np.testing.assert_array_equal(got, x[np.array([2, 0, -1])])
+    got = rlx.jit(lambda a: a[np.array([[1, 1], [3, 0]], np.int64)])(x)
+    np.testing.assert_array_equal(got, x[np.array([[1, 1], [3, 0]])])
+    g = rlx.grad(lambda a: (a[np.array([1, 1, 3])] * 2.0).sum())(x)
+    np.testing.assert_allclose(g, np.array([0, 4, 0, 2], np.float32)[:, None] * np.ones(3))
+
+
+def test_index_with_numpy_integer_scalars():
+    x = rand(4, 3)
+    got = rlx.jit(lambda a: a[np.int64(2), np.array(1)])(x)
+    np.testing.assert_allclose(got, x[2, 1])
+
+
+@pytest.mark.parametrize("index, message", [
+    (np.array([1, 4]), "index 4 is out of range for axis 0 of size 4"),
+    (np.array([True, False, True, True]), "boolean-mask indexing is not supported"),
+    (np.array([0.0, 1.0]), "index arrays must have an integer dtype, got float64"),
+    ((slice(None), np.array([0, 1])), "integer-array indexing is only supported as the whole"),
+    ([2, 0], r"indexing with a list is not supported .* x\[np.array"),
+    (True, "boolean index True is not supported"),
+    ((Ellipsis, 0, Ellipsis), "single ellipsis"),
+])
+def test_bad_indices_are_rlx_errors(index, message):
+    with pytest.raises(RlxError, match=message):
+        rlx.jit(lambda a: a[index])(rand(4, 3))
+
+
+def test_non_tensor_outputs_are_named():
+    x = rand(3)
+    with pytest.raises(RlxError, match=r"returned None at output \[1\]; outputs must be"):
+        rlx.jit(lambda a: (a, None))(x)
+    with pytest.raises(RlxError, match=r"returned a str at output \[0\]\.y"):
+        rlx.jit(lambda a: [{"y": "no"}])(x)
+    with pytest.raises(RlxError, match="returned None at the output"):
+        rlx.jit(lambda a: None)(x)
+    a, c = rlx.jit(lambda a: (a * 2.0, np.float32(3)))(x)
+    np.testing.assert_allclose(a, 2 * x)
+    assert float(c) == 3.0
