@@ -305,7 +305,12 @@ class Builder:
         return self._arg(name, shape, dtype, param=True)
 
     def _arg(self, name: str, shape: Sequence[int], dtype: str, param: bool) -> Tensor:
-        arg = self.block.insert_arg(tensor(shape, dtype), len(self.block.args))
+        try:
+            arg_type = tensor(shape, dtype)
+        except VerifyException as e:
+            raise RlxError(f"argument '{name}': {e}", loc=loc_from_attr(_user_location())
+                           ) from None
+        arg = self.block.insert_arg(arg_type, len(self.block.args))
         arg.name_hint = name if name.isidentifier() else None
         entries: dict[str, Any] = {"rlx.name": StringAttr(name)}
         if param:
@@ -321,6 +326,7 @@ class Builder:
         values = [self._value(o) for o in operands if o is not None]
         loc = self.location if self.location is not None else _user_location()
         try:
+            _check_operand_count(op_cls, len(values))
             op = op_cls.make(values, attrs, out)
         except (VerifyException, TypeError) as e:
             raise RlxError(f"'{op_cls.name}' op {e}", loc=loc_from_attr(loc)) from None
@@ -465,6 +471,21 @@ class Builder:
 
     def __str__(self) -> str:
         return to_text(self.module)
+
+
+def _check_operand_count(op_cls: type, given: int) -> None:
+    """A TypeError (reported as a located RlxError) when ``given`` operands cannot fill
+    the op's operand list (``b.relu()``)."""
+    from xdsl.irdl import OptOperandDef, VarOperandDef
+
+    defs = op_cls.get_irdl_definition().operands
+    required = [name for name, d in defs if not isinstance(d, (VarOperandDef, OptOperandDef))]
+    variadic = any(isinstance(d, VarOperandDef) and not isinstance(d, OptOperandDef)
+                   for _, d in defs)
+    optional = sum(isinstance(d, OptOperandDef) for _, d in defs)
+    if given < len(required) or (not variadic and given > len(required) + optional):
+        names = ", ".join(name for name, _ in defs)
+        raise TypeError(f"takes operands ({names}), got {given}")
 
 
 def _defines(module: ModuleOp, name: str) -> bool:

@@ -23,7 +23,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from rlx_mlir.diagnostics import RlxError, SourceLoc, make_loc
+from rlx_mlir.diagnostics import RlxError, SourceLoc, loc_of, make_loc
 from rlx_mlir.dialects import Rlx
 
 
@@ -83,13 +83,42 @@ def _op_name_hint(message: str) -> str:
     return f" (did you mean {', '.join(hints)}?)" if hints else ""
 
 
+_UNDEFINED = re.compile(r"values used but not defined: \[(%[\w.$-]+)")
+
+
+def _clearer(message: str, loc: SourceLoc, text: str) -> tuple[str, SourceLoc]:
+    """xDSL's parse message and location, made specific: an unfilled ``{first_char}``
+    gets the character, an empty "in block definition" names the missing ``}``, and an
+    undefined value is reported at its first use rather than at the end of the file."""
+    lines = text.splitlines()
+    if "{first_char}" in message and 0 < loc.line <= len(lines):
+        message = message.replace("{first_char}", repr(lines[loc.line - 1][loc.col - 1:loc.col]))
+    if message.strip() == "in block definition":
+        message = "unexpected end of input: a '}' is missing (in block definition)"
+    undefined = _UNDEFINED.search(message)
+    if undefined:
+        loc = _first_use(undefined.group(1), lines, loc)
+    return message, loc
+
+
+def _first_use(name: str, lines: list[str], default: SourceLoc) -> SourceLoc:
+    """Where ``%name`` first appears outside a ``//`` comment."""
+    pattern = re.compile(re.escape(name) + r"(?![\w.$-])")
+    for number, line in enumerate(lines, 1):
+        found = pattern.search(line.split("//", 1)[0])
+        if found:
+            return SourceLoc(default.file, number, found.start() + 1)
+    return default
+
+
 def parse(text: str, filename: str = "<string>", line_offset: int = 0) -> ModuleOp:
     """Parse and verify rlx text; :class:`RlxError` with a location on failure."""
     try:
         module = LocatingParser(make_context(), text, filename).parse_module()
     except ParseError as e:
         loc = _unknown_op_column(_span_loc(e), e.msg, text)
-        raise RlxError(e.msg + _op_name_hint(e.msg),
+        message, loc = _clearer(e.msg, loc, text)
+        raise RlxError(message + _op_name_hint(message),
                        loc=SourceLoc(loc.file, loc.line + line_offset, loc.col)) from None
     if line_offset:
         _shift_lines(module, line_offset)
@@ -107,6 +136,7 @@ def _shift_lines(module: ModuleOp, offset: int) -> None:
 def verify(module: Operation) -> None:
     """Verify every op, nested ops before the op holding them, in source order: the first
     failure in the file is reported, at its location."""
+    _check_unique_symbols(module)
     for op in module.walk(region_first=True):
         try:
             op.verify(verify_nested_ops=False)
@@ -116,6 +146,19 @@ def verify(module: Operation) -> None:
         module.verify()
     except VerifyException as e:
         raise RlxError(str(e), op=module) from None
+
+
+def _check_unique_symbols(module: Operation) -> None:
+    """A second top-level op with the same ``sym_name``: located at it."""
+    seen: dict[str, Operation] = {}
+    for op in module.regions[0].ops if module.regions else ():
+        name = getattr(op, "sym_name", None)
+        if name is None:
+            continue
+        first = seen.setdefault(name.data, op)
+        if first is not op:
+            raise RlxError(f"redefinition of symbol @{name.data}", op=op,
+                           notes=(f"@{name.data} is first defined at {loc_of(first)}",))
 
 
 def as_module(module_or_text: ModuleOp | str) -> ModuleOp:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rlx_mlir.builder import Tensor
+from rlx_mlir.builder import Tensor, _user_location
+from rlx_mlir.diagnostics import RlxError, loc_from_attr
 
 
 def _b(x: Tensor):
@@ -118,7 +119,8 @@ def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean") -> Te
     per_row = _b(logits).softmax_cross_entropy(logits, labels)
     reductions = {"none": lambda t: t, "mean": lambda t: t.mean(), "sum": lambda t: t.sum()}
     if reduction not in reductions:
-        raise ValueError(f"reduction must be one of {', '.join(reductions)}")
+        raise RlxError(f"cross_entropy: reduction={reduction!r} must be one of "
+                       f"{', '.join(reductions)}", loc=loc_from_attr(_user_location()))
     return reductions[reduction](per_row)
 
 

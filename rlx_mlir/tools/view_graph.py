@@ -460,10 +460,13 @@ def view(module: Any, path: str | os.PathLike, func: str | None = None) -> Graph
     if path.suffix.lower() not in (".svg", ".png"):
         raise RlxError(f"cannot draw to '{path}': use a .svg or .png file name")
     graph = layout(graph_of(select_func(module, func)))
-    if path.suffix.lower() == ".svg":
-        path.write_text(to_svg(graph))
-    else:
-        write_png(graph, path)
+    try:
+        if path.suffix.lower() == ".svg":
+            path.write_text(to_svg(graph))
+        else:
+            write_png(graph, path)
+    except OSError as e:
+        raise RlxError(f"cannot draw to '{path}': {e.strerror or e}") from None
     return graph
 
 

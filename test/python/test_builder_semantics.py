@@ -132,3 +132,18 @@ def test_a_python_int_argument_that_does_not_fit_int32_is_an_error():
         rlx.jit(lambda x, n: x + n)(INTS, 2**40)
     wide = rlx.jit(lambda x, n: x + n)(INTS.astype(np.int64), np.int64(2**40))
     np.testing.assert_array_equal(wide, INTS.astype(np.int64) + 2**40)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: rlx.Builder("f").relu(), r"'rlx.relu' op takes operands \(x\), got 0"),
+    (lambda: rlx.Builder("f").input("x", (2,), "f16"), r"argument 'x': unknown dtype 'f16'"),
+    (lambda: rlx.jit(lambda z, y: rlx.nn.cross_entropy(z, y, reduction="avg"))(
+        np.ones((4, 3), np.float32), np.zeros(4, np.int32)),
+     r"cross_entropy: reduction='avg' must be one of none, mean, sum"),
+    (lambda: rlx.view(rlx.jit(lambda a: a * 2.0).lower(np.ones(3, np.float32)),
+                      "/nonexistent/dir/g.svg"),
+     r"cannot draw to '/nonexistent/dir/g.svg': No such file or directory"),
+])
+def test_api_misuse_is_an_rlx_error(call, match):
+    with pytest.raises(RlxError, match=match):
+        call()
