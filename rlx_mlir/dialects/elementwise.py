@@ -130,7 +130,9 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
+    """``1 / (1 + exp(-x))`` without overflow or cancellation in either tail."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
