@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -107,18 +107,25 @@ class Tensor:
         return self.builder.constant(array, self.dtype)
 
     def _promoted(self, other: Any) -> tuple[Tensor, Any]:
-        """numpy/JAX promotion against a float scalar or array: an integer (or bool) tensor
-        becomes f32 first (``int_tensor * 0.5`` is 3.5, not 0)."""
-        is_float = isinstance(other, Tensor) and other.dtype in FLOAT_DTYPES or (
-            not isinstance(other, Tensor) and np.asarray(other).dtype.kind in "fc")
-        if is_float and self.dtype not in (*FLOAT_DTYPES, "c64"):
+        """numpy/JAX promotion between an integer (or bool) and a float operand: the
+        integer side becomes the float side's dtype, f32 for a Python or numpy float
+        (``int_tensor * 0.5`` is 3.5, not 0; ``f32_tensor * int_tensor`` is f32)."""
+        if isinstance(other, Tensor):
+            if _is_inexact(self.dtype) and not _is_inexact(other.dtype):
+                return self, other.astype(self.dtype)
+            if _is_inexact(other.dtype) and not _is_inexact(self.dtype):
+                return self.astype(other.dtype), other
+            return self, other
+        if np.asarray(other).dtype.kind in "fc" and not _is_inexact(self.dtype):
             return self.astype("f32"), other
         return self, other
 
     def _binary(self, op: str, other: Any, reverse: bool = False) -> Tensor:
+        """``self <op> other`` (``other <op> self`` when ``reverse``), emitted into the
+        innermost of the operands' builders (a closure's trace, not the enclosing one)."""
         x, other = self._promoted(other)
         y = x._lift(other)
-        return getattr(self.builder, op)(*((y, x) if reverse else (x, y)))
+        return getattr(innermost(x, y), op)(*((y, x) if reverse else (x, y)))
 
     def __add__(self, o):
         return self._binary("add", o)
@@ -140,10 +147,11 @@ class Tensor:
 
     def _true_divisible(self) -> Tensor:
         """``/`` is true division (numpy, JAX): integer operands divide as f32."""
-        return self if self.dtype in (*FLOAT_DTYPES, "c64") else self.astype("f32")
+        return self if _is_inexact(self.dtype) else self.astype("f32")
 
     def __truediv__(self, o):
-        return self._true_divisible()._binary("div", o)
+        other = o._true_divisible() if isinstance(o, Tensor) else o
+        return self._true_divisible()._binary("div", other)
 
     def __rtruediv__(self, o):
         return self._true_divisible()._binary("div", o, reverse=True)
@@ -152,7 +160,7 @@ class Tensor:
         return self._binary("pow", o)
 
     def __matmul__(self, o):
-        return self.builder.matmul(self, o)
+        return innermost(self, o).matmul(self, o)
 
     def __neg__(self):
         return self.builder.neg(self)
@@ -179,14 +187,16 @@ class Tensor:
         return self._binary("pow", o, reverse=True)
 
     def __rmatmul__(self, o):
-        return self.builder.matmul(self._lift(o), self)
+        left = self._lift(o)
+        return innermost(left, self).matmul(left, self)
 
     def __abs__(self):
         return self.builder.abs(self)
 
     def _compare(self, other: Any, predicate: str) -> Tensor:
         x, other = self._promoted(other)
-        return self.builder.compare(x, x._lift(other), predicate=predicate)
+        y = x._lift(other)
+        return innermost(x, y).compare(x, y, predicate=predicate)
 
     def __lt__(self, o):
         return self._compare(o, "lt")
@@ -199,6 +209,13 @@ class Tensor:
 
     def __ge__(self, o):
         return self._compare(o, "ge")
+
+    def __eq__(self, o):  # type: ignore[override]
+        """Elementwise, as numpy and JAX (an i1 tensor, not a Python bool)."""
+        return self._compare(o, "eq")
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._compare(o, "ne")
 
     # -- methods numpy users expect ------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
@@ -215,6 +232,8 @@ class Tensor:
     def _reduce(self, kind: str, axis: Any, keepdims: bool) -> Tensor:
         axes = list(range(self.ndim)) if axis is None else (
             [axis] if isinstance(axis, int) else list(axis))
+        if not axes and self.ndim == 0:
+            return self  # numpy: a 0-d array's sum / mean / max is itself
         return self.builder.emit(f"reduce_{kind}", self, axes=axes, keep_dims=keepdims)
 
     def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -284,6 +303,10 @@ class Builder:
         self._done = False
         self.location: Attribute | None = None
         """When set (by transforms), the location given to every emitted op."""
+        self.capture: Callable[[Tensor], Tensor] | None = None
+        """When set (by the tracing frontend), what a Tensor of another builder becomes
+        here (a closure over an enclosing trace's value); unset, such a use is an error.
+        Its ``outer`` attribute, if any, is the enclosing builder (see ``innermost``)."""
 
     @classmethod
     def appending_to(cls, block: Block, location: Attribute | None = None) -> Builder:
@@ -348,7 +371,9 @@ class Builder:
     def _value(self, o: Any) -> SSAValue:
         if isinstance(o, Tensor):
             if o.builder.block is not self.block:
-                raise RlxError("a Tensor from another Builder was used")
+                if self.capture is None:
+                    raise RlxError("a Tensor from another Builder was used")
+                return self.capture(o).value
             return o.value
         if isinstance(o, SSAValue):
             return o
@@ -471,6 +496,34 @@ class Builder:
 
     def __str__(self) -> str:
         return to_text(self.module)
+
+
+def nesting_depth(builder: Builder) -> int:
+    """How many enclosing builders ``builder`` captures from (through ``capture.outer``):
+    0 for a builder that is not nested in a trace."""
+    depth = 0
+    while builder.capture is not None:
+        depth += 1
+        builder = getattr(builder.capture, "outer", None)
+        if builder is None:
+            break
+    return depth
+
+
+def innermost(*operands: Any) -> Builder:
+    """The builder to emit an op on ``operands`` into: of the Tensors' builders, the most
+    deeply nested (``a * y`` with ``a`` of an enclosing trace and ``y`` of a closure traced
+    inside it goes into the closure's trace, which captures ``a``); ties go to the first."""
+    builders = [o.builder for o in operands if isinstance(o, Tensor)]
+    if not builders:
+        raise RlxError("expected at least one traced tensor operand",
+                       loc=loc_from_attr(_user_location()))
+    return max(builders, key=nesting_depth)
+
+
+def _is_inexact(dtype: str) -> bool:
+    """A float or complex dtype (numpy's "inexact")."""
+    return dtype in (*FLOAT_DTYPES, "c64")
 
 
 def _check_operand_count(op_cls: type, given: int) -> None:

@@ -83,9 +83,10 @@ class ArgumentError(RlxError, ValueError):
     """
 
 
-def int_setting(name: str, default: int, minimum: int = 0) -> int:
+def int_setting(name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
     """An integer environment knob (``RLX_NUM_THREADS``...): ``default`` when unset or
-    empty, an :class:`RlxError` naming the variable when it is not an integer >= minimum.
+    empty, an :class:`RlxError` naming the variable when it is not an integer in
+    ``minimum..maximum`` (no upper bound when ``maximum`` is None).
 
     >>> int_setting("RLX_UNSET_EXAMPLE", 3)
     3
@@ -99,6 +100,7 @@ def int_setting(name: str, default: int, minimum: int = 0) -> int:
         value = int(text)
     except ValueError:
         value = minimum - 1
-    if value < minimum:
-        raise RlxError(f"{name}={text!r}: expected an integer >= {minimum}")
+    if value < minimum or (maximum is not None and value > maximum):
+        expected = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise RlxError(f"{name}={text!r}: expected an integer {expected}")
     return value

@@ -6,19 +6,24 @@
 ...     h = rlx.nn.relu(x @ params["w1"] + params["b1"])
 ...     return rlx.nn.softmax(h @ params["w2"])
 
-Each function emits the matching ``rlx`` op into the trace its arguments belong to.
+Each function emits the matching ``rlx`` op into the trace its arguments belong to (the
+innermost one when they mix a closure's tensors with an enclosing trace's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rlx_mlir.builder import Tensor, _user_location
+import numpy as np
+
+from rlx_mlir.builder import Builder, Tensor, _user_location, innermost
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
 
 
-def _b(x: Tensor):
-    return x.builder
+def _b(*xs: Tensor | None) -> Builder:
+    """The builder to emit into: the innermost of the tensor operands' (``None`` and
+    numbers are skipped), so a closure may mix its tensors with an enclosing trace's."""
+    return innermost(*xs)
 
 
 def relu(x: Tensor) -> Tensor:
@@ -61,20 +66,46 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     return _b(x).log_softmax(x, axis=axis)
 
 
-def where(cond: Tensor, x: Tensor, y: Tensor | float) -> Tensor:
-    return _b(cond).where(cond, x, x._lift(y) if not isinstance(y, Tensor) else y)
+def _pair(x: Tensor | float, y: Tensor | float, like: Tensor | None = None,
+          ) -> tuple[Tensor, Tensor]:
+    """``x`` and ``y`` as tensors of one dtype: numbers and numpy arrays become constants
+    of the other operand's dtype (``like``'s when both are numbers), with numpy's
+    integer/float promotion. Constants go into the tensor operand's builder; an op on the
+    pair picks the innermost builder (``_b``)."""
+    if isinstance(x, Tensor):
+        x, other = x._promoted(y)
+        return x, x._lift(other)
+    if isinstance(y, Tensor):
+        y, other = y._promoted(x)
+        return y._lift(other), y
+    if like is None:
+        raise RlxError("expected at least one traced tensor operand",
+                       loc=loc_from_attr(_user_location()))
+    base = like.builder.constant(np.asarray(x))
+    return _pair(base, y)
 
 
-def maximum(x: Tensor, y: Tensor | float) -> Tensor:
-    return _b(x).max(x, x._lift(y))
+def where(cond: Tensor, x: Tensor | float, y: Tensor | float) -> Tensor:
+    """``x`` where ``cond`` else ``y`` (either may be a number or a numpy array)."""
+    if not isinstance(cond, Tensor):
+        raise RlxError("where: the condition must be a traced tensor",
+                       loc=loc_from_attr(_user_location()))
+    tx, ty = _pair(x, y, like=cond)
+    return _b(cond, tx, ty).where(cond, tx, ty)
 
 
-def minimum(x: Tensor, y: Tensor | float) -> Tensor:
-    return _b(x).min(x, x._lift(y))
+def maximum(x: Tensor | float, y: Tensor | float) -> Tensor:
+    tx, ty = _pair(x, y)
+    return _b(tx, ty).max(tx, ty)
+
+
+def minimum(x: Tensor | float, y: Tensor | float) -> Tensor:
+    tx, ty = _pair(x, y)
+    return _b(tx, ty).min(tx, ty)
 
 
 def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
-    return _b(xs[0]).concat(*xs, axis=axis)
+    return _b(*xs).concat(*xs, axis=axis)
 
 
 def stop_gradient(x: Tensor) -> Tensor:
@@ -82,25 +113,26 @@ def stop_gradient(x: Tensor) -> Tensor:
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
-    return _b(x).layer_norm(x, gamma, beta, eps=eps)
+    return _b(x, gamma, beta).layer_norm(x, gamma, beta, eps=eps)
 
 
 def rms_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float = 1e-6) -> Tensor:
-    return _b(x).rms_norm(x, gamma, beta, eps=eps)
+    return _b(x, gamma, beta).rms_norm(x, gamma, beta, eps=eps)
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, num_heads: int, mask: Tensor | None = None,
               mask_kind: str = "none", num_kv_heads: int | None = None, window: int | None = None,
               score_scale: float | None = None, softcap: float | None = None) -> Tensor:
     """Multi-head attention on ``[B, S, H*D]`` (see ``rlx.attention``)."""
-    return _b(q).attention(q, k, v, mask, num_heads=num_heads, num_kv_heads=num_kv_heads,
-                           head_dim=q.shape[-1] // num_heads, mask_kind=mask_kind,
-                           window=window, score_scale=score_scale, softcap=softcap)
+    return _b(q, k, v, mask).attention(
+        q, k, v, mask, num_heads=num_heads, num_kv_heads=num_kv_heads,
+        head_dim=q.shape[-1] // num_heads, mask_kind=mask_kind, window=window,
+        score_scale=score_scale, softcap=softcap)
 
 
 def conv2d(x: Tensor, w: Tensor, bias: Tensor | None = None, stride=(1, 1), padding=(0, 0),
            dilation=(1, 1), groups: int = 1) -> Tensor:
-    return _b(x).conv2d(x, w, bias, stride=list(stride), padding=list(padding),
+    return _b(x, w, bias).conv2d(x, w, bias, stride=list(stride), padding=list(padding),
                         dilation=list(dilation), groups=groups)
 
 
@@ -116,7 +148,7 @@ def avg_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
 
 def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean") -> Tensor:
     """Softmax cross-entropy of ``[N, C]`` logits and integer labels ``[N]``."""
-    per_row = _b(logits).softmax_cross_entropy(logits, labels)
+    per_row = _b(logits, labels).softmax_cross_entropy(logits, labels)
     reductions = {"none": lambda t: t, "mean": lambda t: t.mean(), "sum": lambda t: t.sum()}
     if reduction not in reductions:
         raise RlxError(f"cross_entropy: reduction={reduction!r} must be one of "
@@ -125,8 +157,8 @@ def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean") -> Te
 
 
 def rope(x: Tensor, cos: Tensor, sin: Tensor, head_dim: int, n_rot: int | None = None) -> Tensor:
-    return _b(x).rope(x, cos, sin, head_dim=head_dim, n_rot=n_rot)
+    return _b(x, cos, sin).rope(x, cos, sin, head_dim=head_dim, n_rot=n_rot)
 
 
 def embedding(table: Tensor, ids: Tensor) -> Tensor:
-    return _b(table).gather(table, ids, axis=0)
+    return _b(table, ids).gather(table, ids, axis=0)

@@ -9,18 +9,26 @@ Bodies are regions; their block arguments replace RLX's "NodeId order"::
       %next = rlx.add %carry, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
       rlx.yield %next : (tensor<3xf32>) -> ()
     })
+
+Values from above: ``rlx.scan`` is IsolatedFromAbove (its body uses only its block
+arguments; CSE never reaches into it). The regions of ``rlx.if``, ``rlx.while`` and
+``rlx.custom_fn`` may use values defined above the op (as ``scf.if`` does; ``--cse``
+creates such uses by merging a constant in a region with an identical one above it), and
+autodiff, JVP and vmap treat a captured value like an operand. The derivative regions of a
+``rlx.custom_fn`` give derivatives for its primals only: differentiating a value its
+``fwd`` region captures is an error (pass that value as a primal), as in JAX.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -452,8 +460,23 @@ def _vjp_custom_fn(ctx: VjpContext, op: CustomFnOp, g: Tensor) -> list[Tensor | 
     region = op.region("vjp")
     if region is None:
         raise RlxError("internal error: custom_fn without vjp reached the VJP", op=op)
+    _check_captures(op, "vjp", lambda v: v in ctx.active)
     (y,) = ctx.outputs(op)
     return _inline(ctx.b, region, [*ctx.inputs(op), y, g])
+
+
+def _check_captures(op: CustomFnOp, kind: str, differentiated: Callable[[SSAValue], bool]) -> None:
+    """Refuse to differentiate a value the ``fwd`` region captures: the user's ``kind``
+    region only gives derivatives for the primals."""
+    from rlx_mlir.transforms.autodiff import is_differentiable_type, region_captures
+
+    for v in region_captures([op.region("fwd")]):
+        if is_differentiable_type(v.type) and differentiated(v):
+            what = f"%{v.name_hint}" if v.name_hint else "a value"
+            raise RlxError(f"the fwd region of this 'rlx.custom_fn' uses {what}, defined "
+                           f"outside it and being differentiated, but its {kind} region only "
+                           f"gives derivatives for the primals: pass that value as a primal "
+                           f"operand", op=op)
 
 
 def region_as_func(block: Block, name: str) -> func.FuncOp:
@@ -565,8 +588,9 @@ def _jvp_custom_fn(ctx: JvpContext, op: CustomFnOp, *tangents) -> list[Tensor | 
     full = [ctx.or_zeros(t, p) for t, p in zip(tangents, primals, strict=True)]
     region = op.region("jvp")
     if region is not None:
+        _check_captures(op, "jvp", lambda v: ctx.tangent(v) is not None)
         return _inline(ctx.b, region, [*primals, *full])
-    _, touts = jvp_block(ctx.b, op.region("fwd").block, primals, list(tangents))
+    _, touts = jvp_block(ctx.b, op.region("fwd").block, primals, list(tangents), outer=ctx)
     return touts
 
 
@@ -583,7 +607,7 @@ def _vmap_region(ctx: VmapContext, block: Block, arg_types, flags) -> Region:
     new = Block(arg_types=list(arg_types))
     inner = ctx.b.appending_to(new, ctx.b.location)
     outs, out_flags = vmap_block(inner, block, [inner.wrap(a) for a in new.args], flags,
-                                 ctx.size)
+                                 ctx.size, outer=ctx)
     sub = type(ctx)(inner, ctx.size)
     new.add_op(YieldOp.create(operands=[sub.lift(o, f).value
                                         for o, f in zip(outs, out_flags, strict=True)]))

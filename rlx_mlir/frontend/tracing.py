@@ -10,24 +10,29 @@
 
 A function is traced once per input signature (tree structure, shapes, dtypes)
 into an rlx module, compiled natively and cached. Arguments are numpy arrays or
-pytrees of them (dicts, lists, tuples). Transformations compose: inside a trace a
-transformed function is traced into its own function, transformed by the pass
-(``--autodiff``, ``--vmap``, ``--jvp``) and inlined.
+pytrees of them (dicts, lists, tuples; ``None`` is an empty subtree). Transformations
+compose: inside a trace a transformed function is traced into its own function,
+transformed by the pass (``--autodiff``, ``--vmap``, ``--jvp``) and inlined. A function
+traced inside another trace may close over the enclosing trace's tensors: each one becomes
+an extra argument (closure conversion) that the inner transformation holds constant and
+the inlined call passes, so the outer transformation still sees it as a value of its own.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 
 from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
-from rlx_mlir.dialects.base import NUMPY_DTYPES
+from rlx_mlir.dialects.base import FLOAT_DTYPES, NUMPY_DTYPES
 from rlx_mlir.ir import find_func, to_text
 
 _DTYPE_NAMES = {v: k for k, v in NUMPY_DTYPES.items()}
@@ -38,7 +43,8 @@ _DTYPE_NAMES = {v: k for k, v in NUMPY_DTYPES.items()}
 
 @dataclass(frozen=True)
 class TreeDef:
-    """The structure of a pytree: ``kind`` is leaf, dict, list or tuple."""
+    """The structure of a pytree: ``kind`` is leaf, dict, list, tuple or none (``None``,
+    an empty subtree as in JAX)."""
 
     kind: str
     keys: tuple = ()
@@ -46,7 +52,10 @@ class TreeDef:
 
 
 def flatten(tree: Any, path: str = "") -> tuple[list[tuple[str, Any]], TreeDef]:
-    """``(leaves with their paths, structure)``; dicts are visited in key order."""
+    """``(leaves with their paths, structure)``; dicts are visited in key order and
+    ``None`` has no leaves."""
+    if tree is None:
+        return [], TreeDef("none")
     if isinstance(tree, dict):
         leaves, children = [], []
         for key in sorted(tree):
@@ -65,11 +74,14 @@ def flatten(tree: Any, path: str = "") -> tuple[list[tuple[str, Any]], TreeDef]:
 
 
 def unflatten(tree: TreeDef, leaves: list[Any]) -> Any:
+    """The pytree of structure ``tree`` holding ``leaves`` (the inverse of ``flatten``)."""
     it = iter(leaves)
 
     def build(d: TreeDef) -> Any:
         if d.kind == "leaf":
             return next(it)
+        if d.kind == "none":
+            return None
         items = [build(c) for c in d.children]
         if d.kind == "dict":
             return dict(zip(d.keys, items, strict=True))
@@ -80,7 +92,7 @@ def unflatten(tree: TreeDef, leaves: list[Any]) -> Any:
 
 def _as_array(value: Any) -> np.ndarray:
     array = np.asarray(value)
-    if array.dtype == np.float64 and not isinstance(value, np.ndarray):
+    if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         array = array.astype(np.float32)  # Python floats are f32 like JAX's default
     if array.dtype == np.int64 and not isinstance(value, (np.ndarray, np.generic)):
         if array.size and np.abs(array).max() > np.iinfo(np.int32).max:
@@ -104,12 +116,15 @@ def _spec(leaf: Any) -> tuple[tuple[int, ...], str]:
 
 @dataclass
 class Traced:
-    """A traced function: its module, entry name, argument paths and output structure."""
+    """A traced function: its module, entry name, argument paths and output structure;
+    ``captures`` are the enclosing traces' tensors it closes over, in the order of the
+    extra arguments that stand for them (after the ``paths`` arguments)."""
 
     module: ModuleOp
     name: str
     paths: list[str]
     out_tree: TreeDef
+    captures: list[Tensor] = field(default_factory=list)
 
     def as_text(self) -> str:
         return to_text(self.module)
@@ -118,22 +133,83 @@ class Traced:
         return self.as_text()
 
 
+_TRACING = threading.local()  # .stack: the builders of the traces in progress, innermost last
+
+
+def _active() -> list[Builder]:
+    """This thread's traces in progress, outermost first."""
+    if not hasattr(_TRACING, "stack"):
+        _TRACING.stack = []
+    return _TRACING.stack
+
+
+class _Closure:
+    """``Builder.capture`` of a trace: each tensor of an enclosing trace used here becomes
+    (once per value) an extra ``rlx.input`` argument of this trace; a tensor of any other
+    builder (a finished or inner trace's) is an error. ``outer`` is None for the outermost
+    trace, which captures nothing."""
+
+    def __init__(self, builder: Builder, outer: Builder | None):
+        self.builder = builder
+        self.outer = outer
+        """The enclosing trace's builder (``Builder.capture``'s ``outer``)."""
+        self.captures: list[Tensor] = []
+        self._args: dict[SSAValue, Tensor] = {}
+
+    def __call__(self, t: Tensor) -> Tensor:
+        if not any(t.builder.block is b.block for b in _enclosing_builders(self.outer)):
+            raise RlxError("a traced value was used outside the trace it belongs to (it "
+                           "escaped a finished or inner trace, e.g. through a global or a "
+                           "closure); pass it as an argument instead")
+        if t.value not in self._args:
+            name = f"captured_{len(self.captures)}"
+            self._args[t.value] = self.builder.input(name, t.shape, t.dtype)
+            self.captures.append(t)
+        return self._args[t.value]
+
+
+def _enclosing_builders(builder: Builder | None) -> list[Builder]:
+    """``builder`` and the builders of the traces it is nested in, innermost first."""
+    chain = []
+    while builder is not None:
+        chain.append(builder)
+        builder = getattr(builder.capture, "outer", None)
+    return chain
+
+
 def trace(fn: Callable, args: Sequence[Any], name: str = "main",
           params: Sequence[int] = ()) -> Traced:
     """Trace ``fn(*args)`` into a new module; leaves of ``args[i]`` for i in ``params``
-    become ``rlx.param`` arguments (what ``grad`` differentiates)."""
+    become ``rlx.param`` arguments (what ``grad`` differentiates). Inside another trace,
+    tensors of the enclosing traces that ``fn`` uses become extra ``rlx.input`` arguments
+    (``Traced.captures``)."""
     leaves, tree = flatten(list(args))
     b = Builder(name)
+    tensors = _arguments(b, leaves, params)
+    stack = _active()
+    closure = b.capture = _Closure(b, stack[-1] if stack else None)
+    stack.append(b)
+    try:
+        out = fn(*unflatten(tree, tensors))
+        out_leaves, out_tree = flatten(out)
+        b.ret(*[_output_value(b, path, leaf) for path, leaf in out_leaves])
+    finally:
+        stack.pop()
+        b.capture = None
+    return Traced(b.module, name, [p for p, _ in leaves], out_tree, closure.captures)
+
+
+def _arguments(b: Builder, leaves: list[tuple[str, Any]], params: Sequence[int]
+               ) -> list[Tensor]:
+    """One argument of ``b`` per leaf: ``rlx.param`` for leaves of ``args[i]``, i in
+    ``params``, else ``rlx.input``."""
     tensors = []
     for path, leaf in leaves:
         shape, dtype = _spec(leaf)
         top = int(path[1:path.index("]")])
         make = b.param if top in params else b.input
         tensors.append(make(path, shape, dtype))
-    out = fn(*unflatten(tree, tensors))
-    out_leaves, out_tree = flatten(out)
-    b.ret(*[_output_value(b, path, leaf) for path, leaf in out_leaves])
-    return Traced(b.module, name, [p for p, _ in leaves], out_tree)
+    return tensors
 
 
 _NUMBERS = (np.ndarray, np.generic, bool, int, float, complex)
@@ -145,8 +221,9 @@ def _output_value(b: Builder, path: str, leaf: Any) -> Tensor:
         return leaf
     where = "the output" if path == "x" else f"output {path}"
     if not isinstance(leaf, _NUMBERS):
-        what = "None" if leaf is None else f"a {type(leaf).__name__}"
-        raise RlxError(f"the traced function returned {what} at {where}; "
+        kind = type(leaf).__name__
+        article = "an" if kind[0] in "aeiouAEIOU" else "a"
+        raise RlxError(f"the traced function returned {article} {kind} at {where}; "
                        "outputs must be tensors, numpy arrays or Python numbers")
     try:
         return b.constant(_as_array(leaf))
@@ -161,6 +238,12 @@ def _signature(args: Sequence[Any]) -> tuple:
 
 
 def _inside_trace(args: Sequence[Any]) -> Builder | None:
+    """The builder a transformed function called with ``args`` is inlined into: the
+    innermost trace in progress, else the builder of the first Tensor leaf (a hand-built
+    module), else None (a native call)."""
+    stack = _active()
+    if stack:
+        return stack[-1]
     leaves, _ = flatten(list(args))
     for _, leaf in leaves:
         if isinstance(leaf, Tensor):
@@ -168,13 +251,21 @@ def _inside_trace(args: Sequence[Any]) -> Builder | None:
     return None
 
 
-def _inline(builder: Builder, module: ModuleOp, entry: str, args: Sequence[Any]) -> list[Tensor]:
-    """Emit ``@entry`` of ``module`` into the outer trace (constants for numpy leaves)."""
+def _visible(traced: Traced) -> bool:
+    """Whether every tensor ``traced`` closes over belongs to a trace in progress (a cached
+    trace made inside another trace is reused only there)."""
+    blocks = [b.block for b in _active()]
+    return all(any(c.builder.block is block for block in blocks) for c in traced.captures)
+
+
+def _inline(builder: Builder, module: ModuleOp, entry: str, leaves: Sequence[Any]
+            ) -> list[Tensor]:
+    """Emit ``@entry`` of ``module`` into the outer trace on its argument ``leaves``
+    (constants for numpy leaves; tensors of enclosing traces are captured)."""
     from rlx_mlir.transforms.autodiff import mirror_prepared
 
-    leaves, _ = flatten(list(args))
-    operands = [leaf if isinstance(leaf, Tensor) else builder.constant(_as_array(leaf))
-                for _, leaf in leaves]
+    operands = [builder.wrap(builder._value(leaf)) if isinstance(leaf, Tensor)
+                else builder.constant(_as_array(leaf)) for leaf in leaves]
     block = find_func(module, entry).body.block
     for extra in block.args[len(operands):]:  # the cotangent seed of a gradient function
         operands.append(builder.full(tuple(extra.type.get_shape()), 1.0, _name(extra.type)))
@@ -187,7 +278,7 @@ class Transformed:
     def __init__(self, fn: Callable, transform: Callable[[Traced, tuple], tuple[str, Any]],
                  params: Callable[[Sequence[Any]], Sequence[int]] = lambda args: (),
                  name: str | None = None):
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())  # not fn's __dict__ (its .lower)
         self.fn = fn
         self.transform = transform
         self.params = params
@@ -200,17 +291,26 @@ class Transformed:
 
     def _prepare(self, args: Sequence[Any]):
         key = _signature(args)
-        if key not in self._cache:
-            traced = trace(self.fn, args, self.name, self.params(args))
+        if key not in self._cache or not _visible(self._cache[key][0]):
+            traced = self._trace(args)
             entry, finish = self.transform(traced, args)
             self._cache[key] = (traced, entry, finish, None)
         return self._cache[key]
+
+    def _trace(self, args: Sequence[Any]) -> Traced:
+        """``fn`` traced for these arguments, before the transformation."""
+        return trace(self.fn, args, self.name, self.params(args))
+
+    def _operands(self, args: Sequence[Any], traced: Traced) -> list[Any]:
+        """The leaves passed to the transformed entry: the arguments', then the captures."""
+        return [leaf for _, leaf in flatten(list(args))[0]] + traced.captures
 
     def __call__(self, *args: Any) -> Any:
         traced, entry, finish, executable = self._prepare(args)
         outer = _inside_trace(args)
         if outer is not None:
-            return finish(_inline(outer, traced.module, entry, args), args, traced)
+            operands = self._operands(args, traced)
+            return finish(_inline(outer, traced.module, entry, operands), args, traced)
         if executable is None:
             from rlx_mlir.runtime.jit import compile as jit_compile
 
@@ -271,9 +371,11 @@ def _resolve_argnums(nums: tuple[int, ...], n_args: int, caller: str) -> tuple[i
 
 def _check_scalar_output(traced: Traced, caller: str) -> None:
     """Raise unless the traced function returns one 0-d tensor, as JAX's ``grad`` does."""
-    if traced.out_tree.kind != "leaf":
+    kind = traced.out_tree.kind
+    if kind != "leaf":
+        what = "None" if kind == "none" else f"a {kind}"
         raise RlxError(f"{caller} requires a function returning one scalar (0-d) tensor; "
-                       f"it returned a {traced.out_tree.kind}")
+                       f"it returned {what}")
     out_type = find_func(traced.module, traced.name).function_type.outputs.data[0]
     shape = tuple(out_type.get_shape())
     if shape:
@@ -428,15 +530,9 @@ def _vmapped(fn: Callable, axes: tuple, size: int) -> Transformed:
         return traced.name + "_vmap", lambda outs, args, t: unflatten(t.out_tree, list(outs))
 
     class _PerExample(Transformed):
-        def _prepare(self, args):
-            key = _signature(args)
-            if key not in self._cache:
-                examples = [_unbatch(a) if ax == 0 else a for a, ax in zip(args, axes,
-                                                                            strict=True)]
-                traced = trace(self.fn, examples, self.name)
-                entry, finish = self.transform(traced, args)
-                self._cache[key] = (traced, entry, finish, None)
-            return self._cache[key]
+        def _trace(self, args: Sequence[Any]) -> Traced:
+            examples = [_unbatch(a) if ax == 0 else a for a, ax in zip(args, axes, strict=True)]
+            return trace(self.fn, examples, self.name)
 
     return _PerExample(per_example, transform)
 
@@ -459,18 +555,69 @@ class _Example:
 
 
 def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
-    """``(fn(*primals), J fn(primals) . tangents)`` (JAX's ``jvp``)."""
-    from rlx_mlir.transforms.jvp import jvp as jvp_pass
+    """``(fn(*primals), J fn(primals) . tangents)`` (JAX's ``jvp``).
 
-    traced = trace(fn, primals, getattr(fn, "__name__", "fn").replace("<lambda>", "fn"),
-                   params=range(len(primals)))
-    jvp_pass(traced.module, traced.name)
-    from rlx_mlir.runtime.jit import compile as jit_compile
+    ``primals`` and ``tangents`` are tuples or lists whose pytrees agree in structure,
+    shapes and dtypes. Called with traced tensors (inside ``jit``, ``grad``, ``vmap``, ...)
+    the JVP is emitted into the enclosing trace, so the transformations compose.
+    """
+    _check_tangents(primals, tangents)
+    return _Forward(fn, len(primals))(*primals, *tangents)
 
-    run = jit_compile(traced.module, entry=traced.name + "_jvp")
-    leaves = [_as_array(v) for _, v in flatten(list(primals))[0]]
-    t_leaves = [_as_array(v) for _, v in flatten(list(tangents))[0]]
-    outs = run(*leaves, *t_leaves)
-    n = len(outs) // 2
-    return (unflatten(traced.out_tree, list(outs[:n])),
-            unflatten(traced.out_tree, list(outs[n:])))
+
+class _Forward(Transformed):
+    """``fn``'s JVP as a function of ``(*primals, *tangents)`` (the ``--jvp`` pass)."""
+
+    def __init__(self, fn: Callable, n_primals: int):
+        super().__init__(fn, self._transform)
+        self.n_primals = n_primals
+
+    def _trace(self, args: Sequence[Any]) -> Traced:
+        n = self.n_primals
+        return trace(self.fn, args[:n], self.name, params=range(n))
+
+    def _operands(self, args: Sequence[Any], traced: Traced) -> list[Any]:
+        """``@f_jvp`` takes the primals, the captures (no tangent), then the tangents; with
+        no primal leaves the pass differentiates every float input, so the captures get
+        zero tangents."""
+        n = self.n_primals
+        primals = [leaf for _, leaf in flatten(list(args[:n]))[0]]
+        operands = primals + traced.captures + [leaf for _, leaf in flatten(list(args[n:]))[0]]
+        inputs = find_func(traced.module, traced.name + "_jvp").function_type.inputs.data
+        zeros = [np.zeros(tuple(t.get_shape()), NUMPY_DTYPES[_name(t)])
+                 for t in list(inputs)[len(operands):]]
+        return operands + zeros
+
+    @staticmethod
+    def _transform(traced: Traced, args: tuple):
+        from rlx_mlir.transforms.jvp import jvp as jvp_pass
+
+        jvp_pass(traced.module, traced.name)
+
+        def finish(outs, args, t):
+            half = len(outs) // 2
+            return unflatten(t.out_tree, list(outs[:half])), unflatten(t.out_tree,
+                                                                       list(outs[half:]))
+
+        return traced.name + "_jvp", finish
+
+
+def _check_tangents(primals: Any, tangents: Any) -> None:
+    """Raise unless ``tangents`` matches ``primals`` as JAX's ``jvp`` requires."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise RlxError("jvp: primals and tangents must be tuples or lists; got "
+                       f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise RlxError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    p_leaves, p_tree = flatten(list(primals))
+    t_leaves, t_tree = flatten(list(tangents))
+    if p_tree != t_tree:
+        raise RlxError("jvp: primals and tangents must have the same pytree structure")
+    for (path, p), (_, t) in zip(p_leaves, t_leaves, strict=True):
+        (ps, pd), (ts, td) = _spec(p), _spec(t)
+        if pd not in (*FLOAT_DTYPES, "c64"):
+            raise RlxError(f"jvp: the primal at {path} is {pd}{list(ps)}; jvp differentiates "
+                           "float primals only")
+        if (ps, pd) != (ts, td):
+            raise RlxError(f"jvp: the tangent at {path} is {td}{list(ts)} but its primal "
+                           f"is {pd}{list(ps)}; they must have the same shape and dtype")

@@ -50,12 +50,17 @@ VEC_MAX_FULL = 64  # an innermost parallel dim up to this size is one vector
 
 
 def num_threads() -> int:
-    """``RLX_NUM_THREADS`` (default: the machine's cores)."""
+    """``RLX_NUM_THREADS`` (default: the machine's cores; 1 to ``threads.MAX_THREADS``);
+    1 in a fork()ed child that lost the async runtime it would compile for
+    (:func:`rlx_mlir.runtime.threads.single_threaded_after_fork`)."""
     from rlx_mlir.diagnostics import int_setting
+    from rlx_mlir.runtime import threads
 
     cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
              else (os.cpu_count() or 1))
-    return int_setting("RLX_NUM_THREADS", max(1, cores), minimum=1)
+    count = int_setting("RLX_NUM_THREADS", max(1, min(cores, threads.MAX_THREADS)),
+                        minimum=1, maximum=threads.MAX_THREADS)
+    return 1 if count > 1 and threads.single_threaded_after_fork() else count
 
 
 # ---------------------------------------------------------------- op analysis

@@ -22,6 +22,7 @@ process skips the whole compiler and loads native code in milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -36,7 +37,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -46,6 +47,9 @@ from rlx_mlir.dialects.base import numpy_dtype, shape_of
 from rlx_mlir.runtime import native, threads
 from rlx_mlir.runtime.signature import Signature, signature_from_json, signature_to_json
 from rlx_mlir.runtime.timing import Phases, print_report, timing_requested
+
+if TYPE_CHECKING:
+    from rlx_mlir.frontend.tracing import Traced
 
 # ---------------------------------------------------------------- memref descriptors
 
@@ -92,6 +96,8 @@ class Executable:
         self._descriptors = [make_descriptor(s) for s in shapes]
         self._fn = engine.entry_point(signature.name,
                                       [ctypes.addressof(d) for d in self._descriptors])
+        self._async = "mlirAsyncRuntime" in engine.llvm_text
+        """Built for the async runtime: not callable in a child forked after it started."""
         self._lock = threading.Lock()
         self._pointed: list[weakref.ref | None] = [None] * len(signature.args)
         """Per input, the array its descriptor points at (a weak reference): an array passed
@@ -99,6 +105,8 @@ class Executable:
 
     def __call__(self, *args: Any, **by_name: Any) -> tuple[np.ndarray, ...]:
         inputs = self.signature.bind(args, by_name)
+        if self._async:
+            threads.enter_async_runtime(self.name)
         outputs = tuple(np.empty(r.shape, r.dtype) for r in self.results)
         with self._lock:
             self._point_inputs(inputs)
@@ -235,7 +243,8 @@ class Engine:
         for name in self.signatures:
             self.function_address(name)
         self.timings["llvm_codegen_s"] = time.perf_counter() - started
-        how = {"parallel-llvm": f"llvm codegen ({jobs} processes) + load",
+        parts = int(self.timings.get("codegen_jobs", 1))
+        how = {"parallel-llvm": f"llvm codegen ({parts} processes) + load",
                "execution-engine": "llvm codegen (in-process ExecutionEngine)",
                "cached-objects": "load cached objects"}[self.native_code]
         self.phases[how] = self.timings["llvm_codegen_s"]
@@ -251,7 +260,7 @@ class Engine:
                           RuntimeWarning, stacklevel=4)
             self.objects = []
             return False
-        self.timings["codegen_jobs"] = float(jobs)
+        self.timings["codegen_jobs"] = float(len(self.objects))  # jobs, at most one per function
         return True
 
     def _load_objects(self, strict: bool = False) -> bool:
@@ -360,57 +369,105 @@ def cache_dir() -> pathlib.Path | None:
     return pathlib.Path(configured)
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _entry_digest(llvm_text: bytes, meta: dict) -> str:
+    """The digest of an entry's LLVM-dialect text and interface (signatures, default entry,
+    result maps): a damaged or partly written entry does not match it."""
+    interface = [meta.get(k) for k in ("signatures", "default_entry", "result_maps")]
+    return _digest(llvm_text + json.dumps(interface, sort_keys=True).encode())
+
+
 def _load_from_disk(key: str) -> Engine | None:
+    """The disk cache's engine of ``key`` (not started); None when there is no entry or it
+    is unreadable or invalid (a cache miss: the caller lowers again and rewrites it)."""
     folder = cache_dir()
     if folder is None:
         return None
     try:
         meta = json.loads((folder / f"{key}.json").read_text())
-        llvm_text = (folder / f"{key}.llvm.mlir").read_text()
-    except (OSError, ValueError):
+        llvm_text = (folder / f"{key}.llvm.mlir").read_bytes()
+        if not isinstance(meta, dict) or meta.get("sha256") != _entry_digest(llvm_text, meta):
+            return None
+        signatures = {n: signature_from_json(s) for n, s in meta["signatures"].items()}
+        if meta["default_entry"] not in signatures:
+            return None
+        engine = Engine(key, llvm_text.decode(), signatures, meta["default_entry"],
+                        dict(meta["result_maps"]))
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, RlxError):
         return None
-    signatures = {n: signature_from_json(s) for n, s in meta["signatures"].items()}
-    engine = Engine(key, llvm_text, signatures, meta["default_entry"],
-                    meta.get("result_maps", {}))
     engine.objects = _cached_objects(folder, key, meta)
     return engine
 
 
 def _cached_objects(folder: pathlib.Path, key: str, meta: dict) -> list[bytes]:
-    """The module's object files if they were compiled for this host (else none: the
-    LLVM-dialect text is compiled again)."""
-    count = int(meta.get("objects", 0))
+    """The module's object files if they are intact (their digests match) and were
+    compiled for this host (else none: the LLVM-dialect text is compiled again)."""
+    digests = meta.get("objects")
     try:
-        if not count or meta.get("host") != native.host_id():
+        if not isinstance(digests, list) or not digests or meta.get("host") != native.host_id():
             return []
-        return [(folder / f"{key}.{i}.o").read_bytes() for i in range(count)]
+        objects = [(folder / f"{key}.{i}.o").read_bytes() for i in range(len(digests))]
     except (OSError, RlxError):
         return []
+    intact = all(_digest(data) == digest for data, digest in zip(objects, digests, strict=True))
+    return objects if intact else []
+
+
+def _start_cached(key: str) -> Engine | None:
+    """The disk cache's engine of ``key``, started; None on a miss or when the entry does not
+    start (damaged: the caller lowers again and rewrites it). When its objects did not load
+    (damaged, or for another CPU) and were compiled again, the entry is rewritten."""
+    engine = _load_from_disk(key)
+    if engine is None:
+        return None
+    try:
+        engine.start()
+    except Exception:  # cached data gone bad; lowering again raises any real error again
+        _RETIRED.append(engine)  # never destroyed (DESIGN 4.6), started or not
+        return None
+    engine.timings["disk_cache_hit"] = 1.0
+    if engine.native_code != "cached-objects":
+        _store_on_disk(engine)
+    return engine
 
 
 def _store_on_disk(engine: Engine) -> None:
+    """Write ``engine``'s entry (text, objects, then the JSON naming them); a failure only
+    costs time (no partial file is left behind)."""
     folder = cache_dir()
     if folder is None:
         return
-    meta = {"signatures": {n: signature_to_json(s) for n, s in engine.signatures.items()},
-            "default_entry": engine.default_entry, "result_maps": engine.result_maps}
+    llvm_text = engine.llvm_text.encode()
+    meta: dict[str, Any] = {
+        "signatures": {n: signature_to_json(s) for n, s in engine.signatures.items()},
+        "default_entry": engine.default_entry, "result_maps": engine.result_maps}
+    meta["sha256"] = _entry_digest(llvm_text, meta)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _atomic_write(folder / f"{engine.key}.llvm.mlir", engine.llvm_text.encode())
+        _atomic_write(folder / f"{engine.key}.llvm.mlir", llvm_text)
+        for i, data in enumerate(engine.objects):
+            _atomic_write(folder / f"{engine.key}.{i}.o", data)
         if engine.objects:
-            for i, data in enumerate(engine.objects):
-                _atomic_write(folder / f"{engine.key}.{i}.o", data)
-            meta.update(objects=len(engine.objects), host=native.host_id())
+            meta.update(objects=[_digest(o) for o in engine.objects], host=native.host_id())
         _atomic_write(folder / f"{engine.key}.json", json.dumps(meta).encode())
     except (OSError, RlxError):
         pass  # an unwritable cache only costs time
 
 
 def _atomic_write(path: pathlib.Path, data: bytes) -> None:
+    """Write ``path`` through a temporary file renamed over it (removed if that fails)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 # ---------------------------------------------------------------- compile
@@ -463,14 +520,21 @@ def _is_public_func(op: Any) -> bool:
     return op.sym_visibility is None or op.sym_visibility.data == "public"
 
 
-def _module_and_text(module_or_text: ModuleOp | str) -> tuple[ModuleOp | None, str]:
+def _module_and_text(source: ModuleOp | str | Traced,
+                     entry: str | None) -> tuple[ModuleOp | None, str, str | None]:
+    """The module (None for text), its text and the entry of what ``compile`` was given: a
+    module, its text, or a ``Traced`` (``jit(f).lower(...)``: its module and function)."""
+    from rlx_mlir.frontend.tracing import Traced
     from rlx_mlir.ir import to_text
 
-    if isinstance(module_or_text, ModuleOp):
-        return module_or_text, to_text(module_or_text)
-    if isinstance(module_or_text, str):
-        return None, module_or_text
-    raise TypeError(f"expected an rlx module or its text, got {type(module_or_text).__name__}")
+    if isinstance(source, str):
+        return None, source, entry
+    if isinstance(source, ModuleOp):
+        return source, to_text(source), entry
+    if isinstance(source, Traced):
+        return source.module, to_text(source.module), entry or source.name
+    raise TypeError(f"expected an rlx module, its text or a traced function, "
+                    f"got {type(source).__name__}")
 
 
 _ENTRY_ENGINES: dict[tuple[str, str], str] = {}
@@ -486,7 +550,7 @@ def _entry_engine(module: ModuleOp | None, text: str, entry: str) -> Engine:
     if known is not None:
         return known
     whole_module = module if module is not None else parse(text)
-    pruned = reachable_module(whole_module, entry)
+    pruned = public_entry(reachable_module(whole_module, entry), entry)
     engine = (_engine_for(whole_module, text) if pruned is whole_module
               else _engine_for(pruned, to_text(pruned)))
     _ENTRY_ENGINES[whole] = engine.key
@@ -500,14 +564,11 @@ def _engine_for(module: ModuleOp | None, text: str) -> Engine:
     engine = _ENGINES.get(key)
     if engine is not None:
         return engine
-    engine = _load_from_disk(key)
+    engine = _start_cached(key)
     if engine is None:
         engine = _lower(module if module is not None else parse(text), key)
         engine.start()
         _store_on_disk(engine)
-    else:
-        engine.start()
-        engine.timings["disk_cache_hit"] = 1.0
     _ENGINES[key] = engine
     if timing_requested():
         print_report(engine.phases, f"rlx compile timing of @{engine.default_entry}")
@@ -552,11 +613,26 @@ def reachable_module(module: ModuleOp, entry: str) -> ModuleOp:
     return pruned
 
 
-def compile(module_or_text: ModuleOp | str, entry: str | None = None) -> Executable:  # noqa: A001
-    """Compile ``entry`` (default: the first public function) to native code, cached by content.
+def public_entry(module: ModuleOp, entry: str) -> ModuleOp:
+    """``module`` with a private ``entry`` made public (in a copy), so it can be run
+    natively as the interpreter runs it (``rlx-run --entry helper``)."""
+    named = [op for op in module.ops if getattr(op, "sym_name", None) is not None
+             and op.sym_name.data == entry]
+    if not named or _is_public_func(named[0]):
+        return module
+    copy = module.clone()
+    for op in copy.ops:
+        if getattr(op, "sym_name", None) is not None and op.sym_name.data == entry:
+            op.sym_visibility = None
+    return copy
+
+
+def compile(module_or_text: ModuleOp | str | Traced, entry: str | None = None) -> Executable:  # noqa: A001
+    """Compile ``entry`` (default: the first public function; a ``Traced``'s own function)
+    of a module, its text or a ``Traced`` to native code, cached by content.
 
     With an ``entry``, only it and the functions it calls are compiled."""
-    module, text = _module_and_text(module_or_text)
+    module, text, entry = _module_and_text(module_or_text, entry)
     with _CACHE_LOCK:
         engine = _engine_for(module, text) if entry is None else _entry_engine(module, text, entry)
         cache_key = (engine.key, entry)

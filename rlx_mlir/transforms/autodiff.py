@@ -19,7 +19,8 @@ result, and returns one cotangent (or None) per operand::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -33,7 +34,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.traits import SymbolTable
+from xdsl.traits import IsolatedFromAbove, SymbolTable, is_side_effect_free
 
 from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
@@ -48,8 +49,9 @@ from rlx_mlir.transforms import register_pass
 class VjpContext:
     """What a VJP rule sees: the builder of the gradient function and helpers."""
 
-    def __init__(self, builder: Builder):
+    def __init__(self, builder: Builder, active: frozenset[SSAValue] = frozenset()):
         self.b = builder
+        self.active = active  # mirrored values that depend on a differentiated argument
 
     def inputs(self, op: Operation) -> list[Tensor]:
         """The (mirrored) operands of ``op`` as Tensors."""
@@ -161,13 +163,107 @@ def check_new_symbol(module: ModuleOp, name: str, what: str) -> None:
 
 
 def simplify(op: Operation) -> None:
-    """CSE then DCE: the mirror keeps dead forward values and rules recompute some."""
+    """CSE then DCE: the mirror keeps dead forward values and rules recompute some.
+
+    CSE replaces a constant inside an ``rlx.if``/``rlx.while``/``rlx.custom_fn`` region by
+    an identical one above it (legal, these ops are not IsolatedFromAbove);
+    :func:`keep_regions_closed` re-creates such constants inside the region, so the regions
+    a pass builds stay self-contained (the interpreter runs a region from its block
+    arguments only)."""
     from xdsl.transforms.common_subexpression_elimination import cse
     from xdsl.transforms.dead_code_elimination import region_dce
 
     for region in op.regions:
         cse(region)
+        keep_regions_closed(region)
         region_dce(region)
+
+
+# ---------------------------------------------------------------- values captured by regions
+
+
+def region_captures(regions: Iterable[Region]) -> list[SSAValue]:
+    """Values the ops of ``regions`` use without defining them (they are defined above),
+    in first-use order."""
+    regions = list(regions)
+    inner = [o for r in regions for o in r.walk()]
+    defined: set[SSAValue] = {v for o in inner for v in o.results}
+    for holder in [*regions, *(r for o in inner for r in o.regions)]:
+        defined.update(a for block in holder.blocks for a in block.args)
+    return list(dict.fromkeys(v for o in inner for v in o.operands if v not in defined))
+
+
+def values_from_above(op: Operation) -> list[SSAValue]:
+    """The values ``op``'s regions capture (use but do not define); [] without regions.
+
+    ``rlx.scan`` is IsolatedFromAbove and never captures; the regions of ``rlx.if``,
+    ``rlx.while`` and ``rlx.custom_fn`` may (e.g. after ``--cse``), and every pass maps
+    captured values like operands."""
+    return region_captures(op.regions) if op.regions else []
+
+
+def keep_regions_closed(root: Region) -> None:
+    """Re-create inside each non-isolated region under ``root`` the constant computations
+    (pure ops that depend on no value but constants) it captures from above."""
+    for op in [o for o in root.walk() if o.regions]:  # outer regions first
+        if op.has_trait(IsolatedFromAbove):
+            continue
+        for region in op.regions:
+            _rematerialize(region, _constant_slice(region_captures([region])))
+
+
+def _constant_slice(values: Sequence[SSAValue]) -> list[Operation]:
+    """The ops computing those of ``values`` that depend on constants only, operands
+    first; other values are left out."""
+    known: dict[SSAValue, bool] = {}
+    order: dict[Operation, None] = {}
+
+    def visit(v: SSAValue) -> bool:
+        if v not in known:
+            owner = v.owner
+            known[v] = (isinstance(owner, Operation) and not owner.regions
+                        and is_side_effect_free(owner) and all(visit(x) for x in owner.operands))
+            if known[v]:
+                order.setdefault(owner)  # type: ignore[arg-type]
+        return known[v]
+
+    for v in values:
+        visit(v)
+    return list(order)
+
+
+def _rematerialize(region: Region, ops: Sequence[Operation]) -> None:
+    """Clone ``ops`` at the start of ``region`` and make the region use the clones."""
+    if not ops:
+        return
+    block = region.blocks[0]
+    mapper: dict[SSAValue, SSAValue] = {}
+    anchor = block.first_op
+    for op in ops:
+        clone = op.clone(value_mapper=mapper)
+        if anchor is None:
+            block.add_op(clone)
+        else:
+            block.insert_op_before(clone, anchor)
+    for old, new in mapper.items():
+        for use in list(old.uses):
+            if region.is_ancestor(use.operation):
+                use.operation.operands[use.index] = new
+
+
+def discard_block(block: Block) -> None:
+    """Erase a scratch block's ops (they may use values defined elsewhere)."""
+    for op in reversed(list(block.ops)):
+        block.detach_op(op)
+        op.erase(safe_erase=False)
+
+
+def remapped(op: Operation, mapping: Mapping[SSAValue, SSAValue]) -> Operation:
+    """``op`` itself, or when its regions capture values that ``mapping`` renames, a
+    detached copy whose regions use the renamed values (erase it after use)."""
+    if not any(v in mapping for v in values_from_above(op)):
+        return op
+    return op.clone(value_mapper=ChainMap({}, mapping))  # type: ignore[arg-type]
 
 
 def default_wrt(f: func.FuncOp) -> list[int]:
@@ -223,7 +319,7 @@ def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
     mirror = _mirror_body(f, block)
     returned = mirror.pop()
     builder = Builder.appending_to(block, f.location)
-    walk = _Walk(VjpContext(builder))
+    walk = _Walk(VjpContext(builder, _active_values(block, [block.args[i] for i in wrt])))
     walk.cotangents[returned[0]] = builder.wrap(block.args[-1])
     _reverse_walk(walk, [op for op in block.ops])
     grads = [_grad_of(walk, f, block.args[i], i, options) for i in wrt]
@@ -243,6 +339,15 @@ def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
     return grad_func
 
 
+def _active_values(block: Block, wrt: Sequence[SSAValue]) -> frozenset[SSAValue]:
+    """The values of ``block`` that depend on ``wrt`` (through operands or captures)."""
+    active = set(wrt)
+    for op in block.ops:
+        if any(v in active for v in [*op.operands, *values_from_above(op)]):
+            active.update(op.results)
+    return frozenset(active)
+
+
 def _mirror_body(f: func.FuncOp, block: Block) -> list[list[SSAValue]]:
     """Mirror ``f``'s body into ``block``, prepared for AD; returns ``[returned values]``."""
     builder = Builder.appending_to(block, f.location)
@@ -252,23 +357,36 @@ def _mirror_body(f: func.FuncOp, block: Block) -> list[list[SSAValue]]:
 
 def mirror_prepared(builder: Builder, source: Block, args: Sequence[Tensor]) -> list[Tensor]:
     """Copy ``source``'s ops after ``builder``'s block with its arguments bound to ``args``,
-    applying the PREPARE_AD rewrites (SPEC 4.4); returns the terminator's operands."""
+    applying the PREPARE_AD rewrites (SPEC 4.4); returns the terminator's operands.
+
+    Values ``source`` captures from above and that are not renamed stay as they are."""
     mapping: dict[SSAValue, SSAValue] = {
         old: new.value for old, new in zip(source.args, args, strict=True)
     }
     for op in source.ops:
         if op is source.last_op and op.name in ("func.return", "rlx.yield"):
-            return [builder.wrap(mapping[v]) for v in op.operands]
+            return [builder.wrap(mapping.get(v, v)) for v in op.operands]
         rewrite = PREPARE_AD.get(type(op))
         if rewrite is None:
             clone = op.clone(value_mapper=mapping)
             builder.block.add_op(clone)
             continue
         builder.location = op.location
-        operands = [builder.wrap(mapping[v]) for v in op.operands]
-        results = rewrite(builder, op, operands)
+        results = _apply_rewrite(builder, op, mapping, rewrite)
         mapping.update({old: new.value for old, new in zip(op.results, results, strict=True)})
     return []
+
+
+def _apply_rewrite(builder: Builder, op: Operation, mapping: Mapping[SSAValue, SSAValue],
+                   rewrite: Callable[..., list[Tensor]]) -> list[Tensor]:
+    """Run a PREPARE_AD rule on ``op`` with its operands (and captured values) mirrored."""
+    operands = [builder.wrap(mapping.get(v, v)) for v in op.operands]
+    local = remapped(op, mapping)
+    try:
+        return rewrite(builder, local, operands)
+    finally:
+        if local is not op:
+            local.erase(safe_erase=False)
 
 
 def _reverse_walk(walk: _Walk, ops: list[Operation]) -> None:

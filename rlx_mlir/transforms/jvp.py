@@ -17,7 +17,8 @@ A JVP rule takes the context, the (mirrored) op and one tangent per operand
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import ChainMap
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -35,17 +36,32 @@ from rlx_mlir.transforms import register_pass
 from rlx_mlir.transforms.autodiff import (
     check_new_symbol,
     differentiable_funcs,
+    discard_block,
     is_differentiable_type,
     resolve_wrt,
     simplify,
+    values_from_above,
 )
 
 
 class JvpContext:
     """What a JVP rule sees: the builder and None-aware tangent arithmetic."""
 
-    def __init__(self, builder: Builder):
+    def __init__(self, builder: Builder,
+                 values: MutableMapping[SSAValue, SSAValue] | None = None,
+                 tangents: MutableMapping[SSAValue, Tensor | None] | None = None):
         self.b = builder
+        # The scope of the block being differentiated: source value -> its copy, and the
+        # tangent of each value (source values and the copies of captured ones); regions
+        # of rlx.if, rlx.while and rlx.custom_fn may use values defined above them.
+        self.values: MutableMapping[SSAValue, SSAValue] = values if values is not None else {}
+        self.tangents: MutableMapping[SSAValue, Tensor | None] = (
+            tangents if tangents is not None else {})
+
+    def tangent(self, value: SSAValue) -> Tensor | None:
+        """The tangent of ``value`` in scope, for this builder (None = zero)."""
+        t = self.tangents.get(value)
+        return None if t is None else self.b.wrap(t.value)
 
     def inputs(self, op: Operation) -> list[Tensor]:
         return [self.b.wrap(v) for v in op.operands]
@@ -97,37 +113,46 @@ def linear_jvp(ctx: JvpContext, op: Operation, *tangents: Tensor | None) -> list
 
 
 def jvp_block(builder: Builder, source: Block, primals: Sequence[Tensor],
-              tangents: Sequence[Tensor | None]) -> tuple[list[Tensor], list[Tensor | None]]:
+              tangents: Sequence[Tensor | None],
+              outer: JvpContext | None = None) -> tuple[list[Tensor], list[Tensor | None]]:
     """Evaluate ``source`` on ``primals`` after the builder's block, with tangents.
 
-    Returns the block's results and their tangents (None = zero).
+    Returns the block's results and their tangents (None = zero). ``outer`` is the
+    context of the enclosing block when ``source`` is a region body: the values the region
+    captures from above, and their tangents, are looked up there.
     """
-    ctx = JvpContext(builder)
-    values: dict[SSAValue, SSAValue] = {a: p.value for a, p in zip(source.args, primals,
-                                                                   strict=True)}
-    tans: dict[SSAValue, Tensor | None] = dict(zip(source.args, tangents, strict=True))
+    values: MutableMapping[SSAValue, SSAValue] = {
+        a: p.value for a, p in zip(source.args, primals, strict=True)}
+    tans: MutableMapping[SSAValue, Tensor | None] = dict(zip(source.args, tangents,
+                                                             strict=True))
+    if outer is not None:
+        values, tans = ChainMap(values, outer.values), ChainMap(tans, outer.tangents)
+    ctx = JvpContext(builder, values, tans)
     for op in source.ops:
         if op is source.last_op and op.name in ("func.return", "rlx.yield"):
-            return ([builder.wrap(values[v]) for v in op.operands],
-                    [tans.get(v) for v in op.operands])
-        _jvp_op(ctx, op, values, tans)
+            return ([builder.wrap(values.get(v, v)) for v in op.operands],
+                    [ctx.tangent(v) for v in op.operands])
+        _jvp_op(ctx, op)
     return [], []
 
 
-def _jvp_op(ctx: JvpContext, op: Operation, values: dict, tans: dict) -> None:
-    builder = ctx.b
-    in_tangents = [tans.get(v) for v in op.operands]
+def _jvp_op(ctx: JvpContext, op: Operation) -> None:
+    """Copy ``op`` into ``ctx.b`` with its tangents; both join ``ctx``'s scope."""
+    builder, values, tans = ctx.b, ctx.values, ctx.tangents
+    in_tangents = [ctx.tangent(v) for v in op.operands]
     if op.name in INLINED_FOR_JVP:
-        sub = _prepared_block(op, [builder.wrap(values[v]) for v in op.operands])
-        outs, touts = jvp_block(builder, sub, [builder.wrap(values[v]) for v in op.operands],
-                                in_tangents)
+        operands = [builder.wrap(values.get(v, v)) for v in op.operands]
+        sub = _prepared_block(op, operands)
+        outs, touts = jvp_block(builder, sub, operands, in_tangents, outer=ctx)
+        discard_block(sub)
         values.update({r: o.value for r, o in zip(op.results, outs, strict=True)})
         tans.update(dict(zip(op.results, touts, strict=True)))
         return
-    clone = op.clone(value_mapper=values)
+    clone = op.clone(value_mapper=values)  # type: ignore[arg-type]
     builder.block.add_op(clone)
     values.update(dict(zip(op.results, clone.results, strict=True)))
-    if all(t is None for t in in_tangents):
+    shared = _share_captured_tangents(ctx, op)
+    if all(t is None for t in in_tangents) and not shared:
         return
     builder.location = op.location
     out_tangents = JVP.lookup(op)(ctx, clone, *in_tangents)
@@ -136,6 +161,19 @@ def _jvp_op(ctx: JvpContext, op: Operation, values: dict, tans: dict) -> None:
             raise RlxError(f"internal error: JVP of '{op.name}' produced shape {t.shape} for "
                            f"a result of shape {shape_of(result.type)}", op=op)
         tans[result] = t
+
+
+def _share_captured_tangents(ctx: JvpContext, op: Operation) -> bool:
+    """Give the copies of the values ``op``'s regions capture the tangents of the
+    originals (the rule sees the copied op, whose regions use the copies); whether any
+    captured value has a tangent."""
+    shared = False
+    for v in values_from_above(op):
+        t = ctx.tangents.get(v)
+        if t is not None:
+            ctx.tangents[ctx.values.get(v, v)] = t
+            shared = True
+    return shared
 
 
 # Ops differentiated through their PREPARE_AD rewrite (if -> where, while -> unrolled).

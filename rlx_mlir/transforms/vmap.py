@@ -19,7 +19,8 @@ Ops without a specific rule for some configuration can call
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import ChainMap
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -34,15 +35,35 @@ from rlx_mlir.dialects.base import dtype_of, shape_of, tensor
 from rlx_mlir.rules import PREPARE_AD, VMAP
 from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names
 from rlx_mlir.transforms import register_pass
-from rlx_mlir.transforms.autodiff import check_new_symbol, simplify
+from rlx_mlir.transforms.autodiff import (
+    check_new_symbol,
+    discard_block,
+    simplify,
+    values_from_above,
+)
 
 
 class VmapContext:
     """What a batching rule sees: the builder, the batch size and lifting helpers."""
 
-    def __init__(self, builder: Builder, size: int):
+    def __init__(self, builder: Builder, size: int,
+                 values: MutableMapping[SSAValue, Tensor] | None = None,
+                 flags: MutableMapping[SSAValue, bool] | None = None):
         self.b = builder
         self.size = size
+        # The batched version of each source value in scope (regions of rlx.if, rlx.while
+        # and rlx.custom_fn may use values defined above them) and whether it is batched.
+        self.values: MutableMapping[SSAValue, Tensor] = values if values is not None else {}
+        self.flags: MutableMapping[SSAValue, bool] = flags if flags is not None else {}
+
+    def is_batched(self, value: SSAValue) -> bool:
+        """Whether the source ``value`` (an operand or a captured value) is batched."""
+        return self.flags.get(value, False)
+
+    def value_mapper(self, values: Sequence[SSAValue]) -> dict[SSAValue, SSAValue]:
+        """Source values to their (unbatched) versions, for cloning an op that uses them;
+        values not in scope map to themselves."""
+        return {v: self.values[v].value if v in self.values else v for v in values}
 
     def lift(self, x: Tensor, batched: bool) -> Tensor:
         """``x`` with a leading batch axis (broadcast when it was shared)."""
@@ -105,10 +126,12 @@ class VmapContext:
     def unroll(self, op: Operation, xs: Sequence[Tensor], batched: Sequence[bool]) -> list[Tensor]:
         """Run ``op`` once per batch element and stack: correct for any op, slow for big B."""
         per_result: list[list[Tensor]] = [[] for _ in op.results]
+        captured = values_from_above(op)
         for i in range(self.size):
             operands = [self._row(x, i) if f else x for x, f in zip(xs, batched, strict=True)]
-            clone = op.clone(value_mapper=dict(zip(op.operands, [o.value for o in operands],
-                                                   strict=True)))
+            mapper = self._captured_row(captured, i)
+            mapper.update(zip(op.operands, [o.value for o in operands], strict=True))
+            clone = op.clone(value_mapper=mapper)
             self.b.block.add_op(clone)
             for k, r in enumerate(clone.results):
                 t = self.b.wrap(r)
@@ -116,28 +139,50 @@ class VmapContext:
         return [self.b.concat(*rows, axis=0) if len(rows) > 1 else rows[0]
                 for rows in per_result]
 
+    def _captured_row(self, captured: Sequence[SSAValue], i: int) -> dict[SSAValue, SSAValue]:
+        """The values an unrolled op captures, for batch element ``i``."""
+        mapper = self.value_mapper([v for v in captured if not self.is_batched(v)])
+        mapper.update({v: self._row(self.b.wrap(self.values[v].value), i).value
+                       for v in captured if self.is_batched(v)})
+        return mapper
+
     def _row(self, x: Tensor, i: int) -> Tensor:
         return self.b.reshape(self.b.narrow(x, axis=0, start=i, length=1), x.shape[1:])
 
 
 def vmap_block(builder: Builder, source: Block, args: Sequence[Tensor],
-               batched: Sequence[bool], size: int) -> tuple[list[Tensor], list[bool]]:
-    """Evaluate ``source`` with some arguments batched; returns results and their flags."""
-    ctx = VmapContext(builder, size)
-    values: dict[SSAValue, Tensor] = dict(zip(source.args, args, strict=True))
-    flags: dict[SSAValue, bool] = dict(zip(source.args, batched, strict=True))
+               batched: Sequence[bool], size: int,
+               outer: VmapContext | None = None) -> tuple[list[Tensor], list[bool]]:
+    """Evaluate ``source`` with some arguments batched; returns results and their flags.
+
+    ``outer`` is the context of the enclosing block when ``source`` is a region body: the
+    values the region captures from above are looked up there."""
+    values: MutableMapping[SSAValue, Tensor] = dict(zip(source.args, args, strict=True))
+    flags: MutableMapping[SSAValue, bool] = dict(zip(source.args, batched, strict=True))
+    if outer is not None:
+        values, flags = ChainMap(values, outer.values), ChainMap(flags, outer.flags)
+    ctx = VmapContext(builder, size, values, flags)
     for op in source.ops:
         if op is source.last_op and op.name in ("func.return", "rlx.yield"):
-            return [values[v] for v in op.operands], [flags[v] for v in op.operands]
-        _vmap_op(ctx, op, values, flags)
+            return ([_batched_value(ctx, v) for v in op.operands],
+                    [ctx.is_batched(v) for v in op.operands])
+        _vmap_op(ctx, op)
     return [], []
 
 
-def _vmap_op(ctx: VmapContext, op: Operation, values: dict, flags: dict) -> None:
-    xs = [values[v] for v in op.operands]
-    batched = [flags[v] for v in op.operands]
-    if not any(batched):
-        clone = op.clone(value_mapper={v: values[v].value for v in op.operands})
+def _batched_value(ctx: VmapContext, v: SSAValue) -> Tensor:
+    """The batched version of ``v`` for ``ctx.b`` (itself when it is not in scope)."""
+    return ctx.b.wrap(ctx.values[v].value if v in ctx.values else v)
+
+
+def _vmap_op(ctx: VmapContext, op: Operation) -> None:
+    """Batch ``op`` into ``ctx.b``; its results join ``ctx.values`` and ``ctx.flags``."""
+    values, flags = ctx.values, ctx.flags
+    xs = [_batched_value(ctx, v) for v in op.operands]
+    batched = [ctx.is_batched(v) for v in op.operands]
+    captured = values_from_above(op)
+    if not any(batched) and not any(ctx.is_batched(v) for v in captured):
+        clone = op.clone(value_mapper=ctx.value_mapper([*op.operands, *captured]))
         ctx.b.block.add_op(clone)
         values.update({r: ctx.b.wrap(c) for r, c in zip(op.results, clone.results, strict=True)})
         flags.update({r: False for r in op.results})
@@ -169,7 +214,8 @@ def _vmap_inlined(ctx: VmapContext, op: Operation, xs: Sequence[Tensor],
     from rlx_mlir.dialects.control import YieldOp
 
     block.add_op(YieldOp.create(operands=[r.value for r in results]))
-    outs, flags = vmap_block(ctx.b, block, xs, batched, ctx.size)
+    outs, flags = vmap_block(ctx.b, block, xs, batched, ctx.size, outer=ctx)
+    discard_block(block)
     return [ctx.lift(o, f) for o, f in zip(outs, flags, strict=True)]
 
 

@@ -147,3 +147,44 @@ def test_a_python_int_argument_that_does_not_fit_int32_is_an_error():
 def test_api_misuse_is_an_rlx_error(call, match):
     with pytest.raises(RlxError, match=match):
         call()
+
+
+A = np.array([1.0, 2.0, 3.0], np.float32)
+B = np.array([1.0, 0.0, 3.0], np.float32)
+
+
+def test_eq_and_ne_are_elementwise():
+    eq, ne = rlx.jit(lambda x, y: (x == y, x != y))(A, B)
+    np.testing.assert_array_equal(eq, A == B)
+    np.testing.assert_array_equal(ne, A != B)
+    got = rlx.jit(lambda x, y: rlx.nn.where(x == y, x, y * 2.0))(A, B)
+    np.testing.assert_array_equal(got, np.where(A == B, A, B * 2))
+
+
+@pytest.mark.parametrize("fn,want", [
+    (lambda i, j, x: i / j, INTS / np.array([2, 4, 3, 1])),
+    (lambda i, j, x: x * i, np.float32(0.5) * INTS),
+    (lambda i, j, x: i + x, INTS + np.float32(0.5)),
+    (lambda i, j, x: i < x, INTS < 0.5),
+])
+def test_integer_and_float_tensors_promote(fn, want):
+    j = np.array([2, 4, 3, 1], np.int32)
+    x = np.full(4, 0.5, np.float32)
+    got = rlx.jit(fn)(INTS, j, x)
+    np.testing.assert_allclose(got, want.astype(got.dtype), rtol=1e-6)
+    assert got.dtype == (np.bool_ if want.dtype == np.bool_ else np.float32)
+
+
+def test_reducing_a_0d_tensor_returns_it():
+    got = rlx.jit(lambda x: (x.sum().sum(), x.mean().mean(), x.max().max()))(A)
+    np.testing.assert_allclose(got, [A.sum(), A.mean(), A.max()], rtol=1e-6)
+
+
+def test_nn_helpers_take_numbers_and_numpy_on_either_side():
+    c = np.array([0.0, 2.5, 1.0], np.float32)
+    got = rlx.jit(lambda x: (rlx.nn.maximum(c, x), rlx.nn.minimum(0.0, x),
+                             rlx.nn.where(x > 1.5, 1.0, 2.0), rlx.nn.where(x > 1.5, x, 0)))(A)
+    np.testing.assert_array_equal(got[0], np.maximum(c, A))
+    np.testing.assert_array_equal(got[1], np.minimum(0.0, A))
+    np.testing.assert_array_equal(got[2], np.where(A > 1.5, 1.0, 2.0))
+    np.testing.assert_array_equal(got[3], np.where(A > 1.5, A, 0))

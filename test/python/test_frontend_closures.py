@@ -1,0 +1,251 @@
+"""Transformed functions that close over tensors of an enclosing trace, against JAX
+(float64): the closed-over value is a constant for the inner ``grad`` / ``vmap`` / ``jvp``
+(not differentiated, not batched, zero tangent) but still a function of the outer
+transformation's inputs, at any depth of nesting; outer tensors may sit on either side
+of an operator or ``rlx.nn`` call."""
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import rlx_mlir as rlx
+from rlx_mlir import RlxError
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+RNG = np.random.default_rng(23)
+X = RNG.normal(size=3)
+V = RNG.normal(size=3)
+YS = RNG.normal(size=(4, 3))
+A = RNG.normal(size=(3, 3))
+B = RNG.normal(size=(3, 3))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def jax_x64():
+    """JAX in float64 for this module, restored afterwards."""
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", before)
+
+
+def close(got, want):
+    """Equal pytrees of float64 arrays, to rounding."""
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    assert got_tree == want_tree
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        assert np.asarray(g).dtype == np.float64
+        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
+
+
+# ---------------------------------------------------------------- grad
+
+
+def test_jit_of_grad_of_closure_matches_jax():
+    def make(lib, grad):
+        return lambda a: grad(lambda y: (lib.tanh(y * a) * a).sum())(V)
+
+    close(rlx.jit(make(rlx.nn, rlx.grad))(X), jax.jit(make(jnp, jax.grad))(X))
+
+
+def test_second_order_through_the_closure_matches_jax():
+    """The inner grad holds ``a`` constant; the outer grad differentiates through it."""
+    def make(lib, grad):
+        return lambda a: grad(lambda y: lib.tanh(y * a * a).sum())(V).sum()
+
+    close(rlx.grad(make(rlx.nn, rlx.grad))(X), jax.grad(make(jnp, jax.grad))(X))
+
+
+def test_value_and_grad_closure_with_argnums_matches_jax():
+    def make(lib, vg):
+        def outer(a):
+            loss, (gy, gz) = vg(lambda y, z: (lib.tanh(y * a) * z).sum(), (0, 1))(V, a)
+            return loss + (gy * gz).sum()
+        return outer
+
+    close(rlx.grad(make(rlx.nn, rlx.value_and_grad))(X),
+          jax.grad(make(jnp, jax.value_and_grad))(X))
+
+
+# ---------------------------------------------------------------- vmap
+
+
+def test_vmap_of_closure_leaves_the_captured_value_unbatched():
+    def make(lib, vmap):
+        return lambda a: vmap(lambda y: lib.tanh(y * a).sum() * a)(YS)
+
+    got = rlx.jit(make(rlx.nn, rlx.vmap))(X)
+    assert got.shape == (4, 3)
+    close(got, jax.jit(make(jnp, jax.vmap))(X))
+
+
+def test_grad_through_vmap_of_closure_matches_jax():
+    def make(lib, vmap):
+        return lambda a: (vmap(lambda y: lib.tanh(y * a))(YS) ** 2).sum()
+
+    close(rlx.grad(make(rlx.nn, rlx.vmap))(X), jax.grad(make(jnp, jax.vmap))(X))
+
+
+def test_vmap_of_closure_returning_the_captured_value_broadcasts():
+    close(rlx.jit(lambda a: rlx.vmap(lambda y: a)(YS))(X), np.broadcast_to(X, (4, 3)))
+
+
+# ---------------------------------------------------------------- jvp
+
+
+def test_jvp_of_closure_has_no_tangent_for_the_captured_value():
+    def make(lib, jvp):
+        return lambda a: jvp(lambda y: lib.tanh(y * a) * a, (V,), (YS[0],))
+
+    close(rlx.jit(make(rlx.nn, rlx.jvp))(X), jax.jit(make(jnp, jax.jvp))(X))
+
+
+def test_jvp_without_primal_leaves_gives_the_captured_value_no_tangent():
+    got = rlx.jit(lambda a: rlx.jvp(lambda n: (V * a).sum(), (None,), (None,)))(X)
+    close(got, (np.dot(V, X), 0.0))
+
+
+def test_grad_of_jvp_of_closure_matches_jax():
+    def make(lib, jvp):
+        return lambda a: jvp(lambda y: lib.tanh(y * a).sum(), (V,), (a,))[1]
+
+    close(rlx.grad(make(rlx.nn, rlx.jvp))(X), jax.grad(make(jnp, jax.jvp))(X))
+
+
+# ---------------------------------------------------------------- operators, both sides
+
+
+OPS: dict[str, Callable] = {
+    "add": lambda p, q: p + q,
+    "sub": lambda p, q: p - q,
+    "mul": lambda p, q: p * q,
+    "div": lambda p, q: p / (q * q + 1.0),
+    "matmul": lambda p, q: p @ q,
+    "lt": lambda p, q: (p < q) * p,
+    "ge": lambda p, q: (p >= q) * q,
+}
+
+
+def _inner_grad(op: Callable, outer_left: bool, grad: Callable, lib) -> Callable:
+    """``a -> grad(y -> sum(tanh(op(a, y))))(B)`` (or ``op(y, a)``)."""
+    def loss(a, y):
+        return lib.tanh(op(a, y) if outer_left else op(y, a)).sum()
+
+    return lambda a: grad(lambda y: loss(a, y))(B)
+
+
+@pytest.mark.parametrize("outer_left", [True, False], ids=["outer_left", "outer_right"])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_operator_with_outer_tensor_on_either_side(name, outer_left):
+    op = OPS[name]
+    got = rlx.jit(_inner_grad(op, outer_left, rlx.grad, rlx.nn))(A)
+    close(got, jax.jit(_inner_grad(op, outer_left, jax.grad, jnp))(A))
+
+
+@pytest.mark.parametrize("outer_left", [True, False], ids=["outer_left", "outer_right"])
+def test_second_order_through_an_operator_on_either_side(outer_left):
+    op = OPS["matmul"]
+
+    def total(grad, lib):
+        return lambda a: _inner_grad(op, outer_left, grad, lib)(a).sum()
+
+    close(rlx.grad(total(rlx.grad, rlx.nn))(A), jax.grad(total(jax.grad, jnp))(A))
+
+
+NN = {
+    "where_outer_value": (lambda y, a: rlx.nn.where(y > 0, a, y),
+                          lambda y, a: jnp.where(y > 0, a, y)),
+    "where_outer_condition": (lambda y, a: rlx.nn.where(a > 0, y, 2.0 * y),
+                              lambda y, a: jnp.where(a > 0, y, 2.0 * y)),
+    "maximum": (lambda y, a: rlx.nn.maximum(a, y), lambda y, a: jnp.maximum(a, y)),
+    "minimum": (lambda y, a: rlx.nn.minimum(y, a), lambda y, a: jnp.minimum(y, a)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NN))
+def test_nn_with_mixed_builders_matches_jax(name):
+    f_rlx, f_jax = NN[name]
+
+    def make(fn, grad, vmap):
+        return lambda a: (grad(lambda y: (fn(y, a) ** 2).sum())(V),
+                          vmap(lambda y: fn(y, a))(YS))
+
+    close(rlx.jit(make(f_rlx, rlx.grad, rlx.vmap))(X),
+          jax.jit(make(f_jax, jax.grad, jax.vmap))(X))
+
+
+# ---------------------------------------------------------------- deeper nesting
+
+
+def _three_levels(grad, vmap, lib):
+    """``a -> vmap(y -> grad(z -> sum(tanh(z * y * a) * a))(V))(YS)``: the innermost
+    function closes over both enclosing traces."""
+    return lambda a: vmap(lambda y: grad(lambda z: (lib.tanh(z * y * a) * a).sum())(V))(YS)
+
+
+def test_grad_inside_vmap_inside_jit_matches_jax():
+    close(rlx.jit(_three_levels(rlx.grad, rlx.vmap, rlx.nn))(X),
+          jax.jit(_three_levels(jax.grad, jax.vmap, jnp))(X))
+
+
+def test_grad_of_three_levels_matches_jax():
+    def total(grad, vmap, lib):
+        return lambda a: (_three_levels(grad, vmap, lib)(a) ** 2).sum()
+
+    close(rlx.grad(total(rlx.grad, rlx.vmap, rlx.nn))(X),
+          jax.grad(total(jax.grad, jax.vmap, jnp))(X))
+
+
+# ---------------------------------------------------------------- capturing once
+
+
+def test_a_value_used_twice_is_captured_once_and_a_closure_called_twice_traced_once():
+    traces, captured = [], []
+
+    def outer(a):
+        def inner(y):
+            traces.append(y)
+            return (y * a + a * y + (a < y) * a).sum()
+
+        g = rlx.value_and_grad(inner)
+        captured.append(g.lower(V))
+        return g(V)[1] + g(V)[1]
+
+    close(rlx.jit(outer)(X), 2 * jax.grad(lambda y: (2 * y * X + (X < y) * X).sum())(V))
+    assert len(traces) == 1 and len(captured) == 1 and len(captured[0].captures) == 1
+    text = captured[0].as_text()  # @inner and @inner_grad, one captured argument each
+    assert '"captured_0"' in text and '"captured_1"' not in text
+
+
+def test_a_transformed_function_reused_in_another_trace_is_retraced():
+    box = {}
+    inner = rlx.grad(lambda y: (y * box["a"] ** 2).sum())
+
+    def outer(a):
+        box["a"] = a
+        return inner(V)
+
+    close(rlx.jit(outer)(X), X ** 2)
+    close(rlx.jit(outer)(2 * X), 4 * X ** 2)
+
+
+# ---------------------------------------------------------------- unchanged / errors
+
+
+def test_closure_over_numpy_outside_any_trace_runs_natively():
+    got = rlx.grad(lambda y: (y * X).sum())(V)
+    assert isinstance(got, np.ndarray)
+    close(got, X)
+
+
+def test_a_leaked_tracer_is_an_error():
+    leaked = []
+    rlx.jit(lambda a: leaked.append(a) or a)(X)
+    with pytest.raises(RlxError, match="outside the trace it belongs to"):
+        rlx.jit(lambda a: rlx.grad(lambda y: (y * leaked[0]).sum())(a))(X)
+    with pytest.raises(RlxError, match="outside the trace it belongs to"):
+        rlx.jit(lambda a: leaked[0] * a)(X)
