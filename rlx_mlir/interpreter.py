@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import ChainMap
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,18 +38,36 @@ def interpret(module_or_text: ModuleOp | str, *args: Any, entry: str | None = No
 
 
 def run_func(module: ModuleOp, f: func.FuncOp, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    return run_block(module, f.body.block, arrays)
+    caller = getattr(_SCOPE, "values", None)
+    _SCOPE.values = None  # a function sees only its arguments
+    try:
+        return run_block(module, f.body.block, arrays)
+    finally:
+        _SCOPE.values = caller
+
+
+_SCOPE = threading.local()
+"""The values of the blocks being evaluated: a region of ``rlx.if`` / ``rlx.while`` /
+``rlx.custom_fn`` may use values defined outside it (after CSE, say), as in MLIR."""
 
 
 def run_block(module: ModuleOp | None, block: Block, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Evaluate a block on ``arrays``; returns the operands of its terminator."""
-    env: dict[SSAValue, np.ndarray] = dict(zip(block.args, arrays, strict=True))
-    for op in block.ops:
-        if op is block.last_op and not op.results and op.name != "func.call":
-            return [env[v] for v in op.operands]
-        results = run_op(module, op, [env[v] for v in op.operands])
-        env.update(zip(op.results, results, strict=True))
-    return []
+    """Evaluate a block on ``arrays``; returns the operands of its terminator. Values
+    from enclosing blocks being evaluated are visible."""
+    outer = getattr(_SCOPE, "values", None)
+    env: ChainMap[SSAValue, np.ndarray] = ChainMap(dict(zip(block.args, arrays, strict=True)))
+    if outer is not None:
+        env.maps.append(outer)
+    _SCOPE.values = env
+    try:
+        for op in block.ops:
+            if op is block.last_op and not op.results and op.name != "func.call":
+                return [env[v] for v in op.operands]
+            results = run_op(module, op, [env[v] for v in op.operands])
+            env.update(zip(op.results, results, strict=True))
+        return []
+    finally:
+        _SCOPE.values = outer
 
 
 def run_op(module: ModuleOp | None, op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:

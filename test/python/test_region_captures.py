@@ -172,12 +172,15 @@ def run_chain(path: str, steps: Sequence[tuple]) -> ModuleOp:
 
 
 def evaluate(module: ModuleOp, entry: str, args: Sequence[np.ndarray]) -> tuple:
-    """``entry`` on float32 ``args``, interpreted unless a region captures a value."""
+    """``entry`` on float32 ``args``, interpreted; where a region captures a value, also
+    compiled, and both must agree."""
     args32 = [np.asarray(a, np.float32) for a in args]
-    captures = any(values_from_above(op) for op in find_func(module, entry).walk())
-    if captures:
-        return rlx.compile(module, entry=entry)(*args32)
-    return rlx.interpret(module, *args32, entry=entry)
+    interpreted = rlx.interpret(module, *args32, entry=entry)
+    if any(values_from_above(op) for op in find_func(module, entry).walk()):
+        native = rlx.compile(module, entry=entry)(*args32)
+        for a, b in zip(interpreted, native, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    return interpreted
 
 
 def check(module: ModuleOp, entry: str, ref: Ref, args: Sequence[np.ndarray]) -> None:
