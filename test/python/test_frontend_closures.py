@@ -23,13 +23,7 @@ A = RNG.normal(size=(3, 3))
 B = RNG.normal(size=(3, 3))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def jax_x64():
-    """JAX in float64 for this module, restored afterwards."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+pytestmark = pytest.mark.usefixtures("jax_x64")  # (conftest.py)
 
 
 def close(got, want):

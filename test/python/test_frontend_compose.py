@@ -16,13 +16,7 @@ X = np.array([0.3, -1.2, 2.0])
 V = np.array([0.5, 1.0, -2.0])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def jax_x64():
-    """JAX in float64 for this module, restored afterwards."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+pytestmark = pytest.mark.usefixtures("jax_x64")  # (conftest.py)
 
 
 def f_rlx(x):

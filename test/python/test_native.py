@@ -39,13 +39,6 @@ def check_step(f, rng):
     np.testing.assert_allclose(f(x, w)[0], want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.fixture
-def fresh(monkeypatch, tmp_path):
-    """An empty disk cache and memory cache (engines compiled before stay alive)."""
-    monkeypatch.setenv("RLX_CACHE_DIR", str(tmp_path))
-    jit.clear_memory_cache()
-    yield tmp_path
-    jit.clear_memory_cache()
 
 
 def test_parallel_codegen_runs_the_same_as_the_execution_engine(fresh, monkeypatch, rng):

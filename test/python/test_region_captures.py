@@ -33,13 +33,7 @@ X = np.array([0.3, -1.2, 2.0])
 XS = np.array([[0.3, -1.2, 2.0], [-1.0, 0.4, -0.7]])  # the if predicate differs per row
 
 
-@pytest.fixture(autouse=True, scope="module")
-def jax_x64():
-    """JAX in float64 for this module, restored afterwards."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+pytestmark = pytest.mark.usefixtures("jax_x64")  # (conftest.py)
 
 
 # ---------------------------------------------------------------- JAX references

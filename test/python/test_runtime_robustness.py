@@ -32,13 +32,6 @@ def run_script(script: str, timeout: float = 120, **env: str) -> subprocess.Comp
                           text=True, timeout=timeout, env={**os.environ, **env})
 
 
-@pytest.fixture
-def fresh(monkeypatch, tmp_path):
-    """An empty disk cache and memory cache (engines compiled before stay alive)."""
-    monkeypatch.setenv("RLX_CACHE_DIR", str(tmp_path))
-    jit.clear_memory_cache()
-    yield tmp_path
-    jit.clear_memory_cache()
 
 
 # ---------------------------------------------------------------- fork()
