@@ -13,40 +13,115 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Iterator, Sequence
 from io import StringIO
+from typing import Any
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, builtin, func, linalg, math, scf, tensor
-from xdsl.dialects.builtin import ModuleOp, UnknownLoc
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import AnyFloat, BFloat16Type, ModuleOp, UnknownLoc
+from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from rlx_mlir.diagnostics import RlxError, SourceLoc, loc_of, make_loc
 from rlx_mlir.dialects import Rlx
 
 
+def _with_ops(dialect: Dialect, added: Sequence[type[Operation]]) -> Dialect:
+    """``dialect`` with some ops added."""
+    attrs: list[type[Attribute]] = list(dialect.attributes)
+    return Dialect(dialect.name, [*dialect.operations, *added], attrs)
+
+
 def make_context(allow_unregistered: bool = False) -> Context:
-    """A context with the rlx dialect and the upstream dialects we lower to."""
+    """A context with the rlx dialect and the upstream dialects we lower to, including the
+    ``scf.forall`` ops of ``--lower-to-linalg`` output (so rlx-opt re-reads it)."""
+    from rlx_mlir.lowering.forall import ForallOp, InParallelOp, ParallelInsertSliceOp
+
     ctx = Context(allow_unregistered=allow_unregistered)
     for dialect in (
-        builtin.Builtin, func.Func, arith.Arith, tensor.Tensor, linalg.Linalg,
-        math.Math, scf.Scf, bufferization.Bufferization, Rlx,
+        builtin.Builtin, func.Func, arith.Arith, math.Math, bufferization.Bufferization, Rlx,
+        _with_ops(tensor.Tensor, [ParallelInsertSliceOp]),
+        linalg.Linalg,
+        _with_ops(scf.Scf, [ForallOp, InParallelOp]),
     ):
         ctx.load_dialect(dialect)
     return ctx
 
 
+def float_from_bits(bits: int, type: AnyFloat) -> float:
+    """The float whose IEEE bit pattern (of ``type``'s width) is ``bits``, as MLIR reads a
+    hex literal in a float dense attribute.
+
+    >>> float_from_bits(0xFF800000, builtin.f32), float_from_bits(0x3FF0000000000000, builtin.f64)
+    (-inf, 1.0)
+    """
+    width = type.bitwidth
+    if bits >= 1 << width:
+        raise ValueError(f"hexadecimal float literal 0x{bits:x} does not fit in {type}")
+    if isinstance(type, BFloat16Type):
+        return float(np.array([bits << 16], np.uint32).view(np.float32)[0])
+    unsigned = {16: np.uint16, 32: np.uint32, 64: np.uint64}.get(width)
+    if unsigned is None:
+        raise ValueError(f"hexadecimal float literals of {type} are not supported")
+    return float(np.array([bits], unsigned).view(f"f{width // 8}")[0])
+
+
+class _HexElement(Parser._TensorLiteralElement):
+    """A ``0x...`` dense literal element: for a float element type, a bit pattern."""
+
+    def to_type(self, parser: Parser, type: Any) -> Any:  # noqa: A002 (xDSL names it)
+        if not isinstance(type, AnyFloat):
+            return super().to_type(parser, type)
+        try:
+            return float_from_bits(int(self.value), type)
+        except ValueError as e:
+            parser.raise_error(str(e), at_position=self.span)
+
+
 class LocatingParser(Parser):
-    """xDSL's parser, recording each op's ``file:line:col`` as its location."""
+    """xDSL's parser, recording each op's ``file:line:col`` as its location, and reading
+    a hex integer in a float dense literal as the element's bit pattern (as MLIR does).
+
+    ``line_offset`` shifts the lines of the locations it makes (a ``--split-input-file``
+    chunk's lines count from the top of the file); a written ``loc(...)`` is kept."""
+
+    def __init__(self, ctx: Context, text: str, name: str = "<unknown>",
+                 line_offset: int = 0) -> None:
+        super().__init__(ctx, text, name)
+        self.line_offset = line_offset
+
+    def _parse_tensor_literal_element(self) -> Parser._TensorLiteralElement:
+        token = self._current_token
+        if token.kind == MLIRTokenKind.INTEGER_LIT and token.text[:2] in ("0x", "0X"):
+            self._consume_token(MLIRTokenKind.INTEGER_LIT)
+            return _HexElement(False, int(token.text, 16), token.span)
+        return super()._parse_tensor_literal_element()
+
+    def parse_comma_separated_list(self, delimiter: Parser.Delimiter,
+                                   parse: Callable[[], Any], context_msg: str = "") -> list[Any]:
+        """Also read ``-> (t1, t2)`` as two result types where an attribute list is parsed
+        (xDSL's multi-result ``linalg.generic``); ``(t1) -> t2`` stays a function type."""
+        if (delimiter is Parser.Delimiter.NONE and parse == self.parse_attribute
+                and self._current_token.kind == MLIRTokenKind.L_PAREN):
+            start = self.pos
+            types = super().parse_comma_separated_list(Parser.Delimiter.PAREN, self.parse_type,
+                                                       context_msg)
+            if self._current_token.kind != MLIRTokenKind.ARROW:
+                return types
+            self._resume_from(start)
+        return super().parse_comma_separated_list(delimiter, parse, context_msg)
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
         op = super().parse_operation()
         if isinstance(op.location, UnknownLoc):
             where = start.get_location()
-            op.location = make_loc(where.file, where.line, where.col)
+            op.location = make_loc(where.file, where.line + self.line_offset, where.col)
         return op
 
 
@@ -111,54 +186,103 @@ def _first_use(name: str, lines: list[str], default: SourceLoc) -> SourceLoc:
     return default
 
 
-def parse(text: str, filename: str = "<string>", line_offset: int = 0) -> ModuleOp:
-    """Parse and verify rlx text; :class:`RlxError` with a location on failure."""
+class VerifyErrors(RlxError):
+    """Several verification failures (``verify(..., all_errors=True)``), first one first;
+    printed one after the other."""
+
+    def __init__(self, errors: Sequence[RlxError]) -> None:
+        super().__init__(errors[0].message, loc=errors[0].loc, notes=errors[0].notes)
+        self.errors = list(errors)
+
+    def __str__(self) -> str:
+        return "\n".join(RlxError.__str__(e) for e in self.errors)
+
+
+def _is_blank(text: str) -> bool:
+    """Only whitespace and ``//`` comments: an empty module, as for mlir-opt."""
+    return not re.sub(r"//[^\n]*", "", text).strip()
+
+
+def parse(text: str, filename: str = "<string>", line_offset: int = 0,
+          all_errors: bool = False) -> ModuleOp:
+    """Parse and verify rlx text; :class:`RlxError` with a location on failure (with
+    ``all_errors``, a :class:`VerifyErrors` holding every op verification failure)."""
+    if _is_blank(text):
+        return ModuleOp([])
     try:
-        module = LocatingParser(make_context(), text, filename).parse_module()
+        module = LocatingParser(make_context(), text, filename, line_offset).parse_module()
     except ParseError as e:
         loc = _unknown_op_column(_span_loc(e), e.msg, text)
         message, loc = _clearer(e.msg, loc, text)
         raise RlxError(message + _op_name_hint(message),
                        loc=SourceLoc(loc.file, loc.line + line_offset, loc.col)) from None
-    if line_offset:
-        _shift_lines(module, line_offset)
-    verify(module)
+    verify(module, all_errors=all_errors)
     return module
 
 
-def _shift_lines(module: ModuleOp, offset: int) -> None:
-    for op in module.walk():
-        loc = op.location
-        if hasattr(loc, "line"):
-            op.location = make_loc(loc.filename.data, loc.line.data + offset, loc.column.data)
-
-
-def verify(module: Operation) -> None:
+def verify(module: Operation, all_errors: bool = False) -> None:
     """Verify every op, nested ops before the op holding them, in source order: the first
-    failure in the file is reported, at its location."""
-    _check_unique_symbols(module)
+    failure in the file is reported, at its location. With ``all_errors``, every failure
+    is collected (the ops holding a failed op are not verified) into a
+    :class:`VerifyErrors`."""
+    errors = _symbol_errors(module)
+    if errors and not all_errors:
+        raise errors[0]
+    redefined_in = {id(e.op.parent_op()) for e in errors if e.op is not None}
+    errors += _op_errors(module, stop_at_first=not all_errors, skip=redefined_in)
+    if not errors:
+        try:
+            module.verify()
+        except VerifyException as e:
+            errors.append(RlxError(str(e), op=module))
+    if errors:
+        raise errors[0] if len(errors) == 1 else VerifyErrors(errors)
+
+
+def _op_errors(module: Operation, stop_at_first: bool, skip: set[int]) -> list[RlxError]:
+    """Each op's own verification failure, nested ops first; an op holding a failed op
+    (or in ``skip``: ids of modules with a redefined symbol) is skipped, as its failure
+    would only repeat the inner one."""
+    errors: list[RlxError] = []
+    holding_failed = set(skip)
     for op in module.walk(region_first=True):
+        if id(op) in holding_failed:
+            continue
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as e:
-            raise RlxError(f"'{op.name}' op {e}", op=op) from None
-    try:
-        module.verify()
-    except VerifyException as e:
-        raise RlxError(str(e), op=module) from None
+            errors.append(RlxError(f"'{op.name}' op {e}", op=op))
+            if stop_at_first:
+                break
+            holding_failed.update(id(parent) for parent in _ancestors(op))
+    return errors
 
 
-def _check_unique_symbols(module: Operation) -> None:
-    """A second top-level op with the same ``sym_name``: located at it."""
-    seen: dict[str, Operation] = {}
-    for op in module.regions[0].ops if module.regions else ():
-        name = getattr(op, "sym_name", None)
-        if name is None:
+def _ancestors(op: Operation) -> Iterator[Operation]:
+    parent = op.parent_op()
+    while parent is not None:
+        yield parent
+        parent = parent.parent_op()
+
+
+def _symbol_errors(module: Operation) -> list[RlxError]:
+    """A second op with the same ``sym_name`` in one symbol table (the module, a nested
+    module...): located at it, with a note naming the first."""
+    errors = []
+    for table in module.walk():
+        if not isinstance(table, ModuleOp):
             continue
-        first = seen.setdefault(name.data, op)
-        if first is not op:
-            raise RlxError(f"redefinition of symbol @{name.data}", op=op,
-                           notes=(f"@{name.data} is first defined at {loc_of(first)}",))
+        seen: dict[str, Operation] = {}
+        for op in table.ops:
+            name = getattr(op, "sym_name", None)
+            if name is None:
+                continue
+            first = seen.setdefault(name.data, op)
+            if first is not op:
+                errors.append(RlxError(
+                    f"redefinition of symbol @{name.data}", op=op,
+                    notes=(f"@{name.data} is first defined at {loc_of(first)}",)))
+    return errors
 
 
 def as_module(module_or_text: ModuleOp | str) -> ModuleOp:
@@ -175,6 +299,26 @@ def to_text(module: Operation, generic: bool = False) -> str:
     out = StringIO()
     Printer(stream=out, print_generic_format=generic).print_op(module)
     return out.getvalue() + "\n"
+
+
+def check_signature_types(module: Operation) -> None:
+    """A function argument or result whose element type rlx cannot run or differentiate
+    (f16, bf16, i8, index...): an :class:`RlxError` at the function, naming the type and
+    the supported ones."""
+    from rlx_mlir.dialects.base import DTYPES
+
+    supported = {str(t): name for name, t in DTYPES.items()}
+    for f in module.walk():
+        if not isinstance(f, func.FuncOp):
+            continue
+        for what, types in (("argument", f.function_type.inputs),
+                            ("result", f.function_type.outputs)):
+            for index, t in enumerate(types):
+                element = getattr(t, "element_type", t)
+                if str(element) not in supported:
+                    raise RlxError(f"{what} #{index} of @{f.sym_name.data} has element type "
+                                   f"{element}, which rlx does not support (supported: "
+                                   f"{', '.join(supported)})", op=f)
 
 
 def find_func(module: ModuleOp, name: str | None = None) -> func.FuncOp:

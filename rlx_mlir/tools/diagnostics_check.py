@@ -1,4 +1,5 @@
-"""``--verify-diagnostics``: match emitted errors against ``expected-error`` comments.
+"""``--verify-diagnostics``: match emitted errors (and their notes) against
+``expected-error`` / ``expected-note`` / ``expected-warning`` comments.
 
 MLIR's syntax::
 
@@ -49,24 +50,45 @@ def expectations(text: str, line_offset: int = 0) -> list[Expectation]:
     return found
 
 
+_NOTE_AT = re.compile(r":(\d+):\d+$")
+
+
+def _note_line(error: RlxError, note: str) -> int | None:
+    """A note is at the location it ends with (``@f is first defined at m.mlir:3:1``),
+    else at its error's."""
+    at = _NOTE_AT.search(note)
+    if at:
+        return int(at.group(1))
+    return error.loc.line if error.loc is not None else None
+
+
+def _match(expected: list[Expectation], kind: str, line: int | None,
+           message: str) -> Expectation | None:
+    """The first unmatched expectation of ``kind`` at ``line`` whose text is in
+    ``message`` (marked matched)."""
+    hit = next((e for e in expected if not e.matched and e.kind == kind
+                and e.line == line and e.text in message), None)
+    if hit is not None:
+        hit.matched = True
+    return hit
+
+
 def check(expected: list[Expectation], errors: list[RlxError], filename: str) -> list[str]:
-    """Problems (unexpected or missing diagnostics); empty when everything matched."""
+    """Problems (unexpected errors, missing errors, notes and warnings); empty when
+    everything matched. An expected note must match a note of an emitted error at its
+    line; rlx emits no warnings or remarks, so expecting one is always a problem. Notes
+    that are not expected are not problems."""
     problems = []
     for error in errors:
         line = error.loc.line if error.loc is not None else None
-        hit = next(
-            (e for e in expected if not e.matched and e.kind == "error"
-             and e.line == line and e.text in error.message),
-            None,
-        )
-        if hit is None:
+        if _match(expected, "error", line, error.message) is None:
             problems.append(f"{error}\n{filename}: error: unexpected error: {error.message}")
-        else:
-            hit.matched = True
+        for note in error.notes:
+            _match(expected, "note", _note_line(error, note), note)
     for e in expected:
-        if not e.matched and e.kind == "error":
+        if not e.matched:
             problems.append(
-                f"{filename}:{e.comment_line}: error: expected error \"{e.text}\" "
+                f"{filename}:{e.comment_line}: error: expected {e.kind} \"{e.text}\" "
                 f"at line {e.line} was not produced"
             )
     return problems

@@ -11,6 +11,7 @@ Every failure is printed as ``file:line:col: error: ...`` with exit status 1.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -22,10 +23,49 @@ from xdsl.utils.exceptions import ArgSpecParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from rlx_mlir.diagnostics import RlxError, SourceLoc
-from rlx_mlir.ir import make_context, parse, to_text, verify
+from rlx_mlir.ir import (
+    VerifyErrors,
+    check_signature_types,
+    make_context,
+    parse,
+    to_text,
+    verify,
+)
 from rlx_mlir.tools import diagnostics_check
-from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS, TEXT_STAGES
+from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS, TEXT_STAGES, stage_help
 from rlx_mlir.transforms import all_passes
+
+# xDSL driver options that rlx-opt does not honour: rejected rather than ignored.
+UNSUPPORTED = ("--print-debuginfo", "--allow-unregistered-dialect", "--disable-verify", "-t",
+               "--target", "--time-passes", "--parsing-diagnostics", "--no-implicit-module",
+               "--shrink")
+
+VERIFY_DIAGNOSTICS_HELP = ("check the errors (and their notes) against the file's "
+                           "'// expected-error @below {{...}}' (expected-note, "
+                           "expected-warning) comments; exit 0 when they all match")
+
+
+def check_options(args: Sequence[str], stage_names: Sequence[str]) -> None:
+    """An option rlx-opt ignores is an error, and a mistyped pass names the nearest one.
+
+    >>> check_options(["--autodif"], ["autodiff"])
+    Traceback (most recent call last):
+    rlx_mlir.diagnostics.RlxError: error: unknown pass or option '--autodif' (did you mean --autodiff?)
+    """
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if flag in UNSUPPORTED:
+            raise RlxError(f"option '{flag}' is not supported by rlx-opt")
+        if flag.startswith("--") and flag != "--":
+            hint = _pass_hint(flag[2:], stage_names)
+            if hint:
+                raise RlxError(f"unknown pass or option '{flag}'{hint}")
+
+
+def _pass_hint(name: str, stage_names: Sequence[str]) -> str:
+    """`` (did you mean --autodiff?)`` for a name close to a stage, else empty."""
+    close = difflib.get_close_matches(name, stage_names, n=1, cutoff=0.75)
+    return f" (did you mean --{close[0]}?)" if close and close[0] != name else ""
 
 
 def split_pass_flags(argv: Sequence[str], pass_names: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -97,6 +137,11 @@ def after_text_stage_error(text_stage: str, later: str) -> RlxError:
 def parse_pass_spec(passes: Mapping[str, Callable[[], type[ModulePass]]],
                     stage: str) -> PassPipeline:
     """The xDSL pipeline of one stage; bad options are an RlxError, never a traceback."""
+    name = stage_name(stage)
+    if name not in passes:
+        hint = _pass_hint(name, [*passes, *STAGE_HOOKS])
+        raise RlxError(f"invalid pass specification '{stage}': Unrecognized passes: "
+                       f"['{name}']{hint}")
     try:
         return PassPipeline.parse_spec(passes, stage)
     except (Exception, ArgSpecParseError) as e:  # ArgSpecParseError is a BaseException
@@ -121,6 +166,7 @@ class RlxOptMain(xDSLOptMain):
         self.passes = all_passes()  # also imports the modules that add STAGE_HOOKS
         names = [*self.passes, *STAGE_HOOKS]
         self.stages, rest = split_pass_flags(argv, names)
+        check_options(rest, names)
         super().__init__(description="rlx optimizer driver", args=rest)
         self.ctx = make_context()
 
@@ -134,36 +180,53 @@ class RlxOptMain(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
         arg_parser.description = __doc__
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.epilog = ("stages (run in the order given; also -p 'a{opt=v},b'):\n"
+                             + stage_help([*self.passes, *STAGE_HOOKS]))
+        for action in arg_parser._actions:
+            if set(action.option_strings) & set(UNSUPPORTED):
+                action.help = argparse.SUPPRESS
+            if "--verify-diagnostics" in action.option_strings:
+                action.help = VERIFY_DIAGNOSTICS_HELP
 
     def setup_pipeline(self):
         self.pipeline = PassPipeline(())
 
     # -- the run loop ----------------------------------------------------------
     def run(self) -> int:  # type: ignore[override]
+        """Process each chunk (the whole input without ``--split-input-file``); a failing
+        chunk is reported and the others still processed, like mlir-opt; exit 1 if any
+        failed (or, with ``--verify-diagnostics``, if a diagnostic did not match)."""
         self.pipelines = self.parse_stages()  # bad options or order: fail before any work
-        filename = self.args.input_file or "<stdin>"
+        filename = input_name(self.args.input_file)
         text = read_source(self.args.input_file)
         chunks = _chunks(text) if self.args.split_input_file else [(text, 0)]
         outputs: list[str] = []
         problems: list[str] = []
         for chunk, offset in chunks:
-            try:
-                outputs.append(self.process(chunk, filename, offset))
-            except RlxError as error:
-                if not self.args.verify_diagnostics:
-                    print(error, file=sys.stderr)
-                    return 1
-                expected = diagnostics_check.expectations(chunk, offset)
-                problems += diagnostics_check.check(expected, [error], filename)
-                continue
+            errors = self.process_into(outputs, chunk, filename, offset)
             if self.args.verify_diagnostics:
                 expected = diagnostics_check.expectations(chunk, offset)
-                problems += diagnostics_check.check(expected, [], filename)
+                problems += diagnostics_check.check(expected, errors, filename)
+            else:
+                problems += [str(error) for error in errors]
         if problems:
             print("\n".join(problems), file=sys.stderr)
-            return 1
-        self._write("// -----\n".join(outputs))
-        return 0
+        if outputs and not (problems and not self.args.split_input_file):
+            self._write("// -----\n".join(outputs))
+        return 1 if problems else 0
+
+    def process_into(self, outputs: list[str], chunk: str, filename: str,
+                     offset: int) -> list[RlxError]:
+        """Process one chunk, appending its output; the errors it raised (each op
+        verification failure under ``--verify-diagnostics``)."""
+        try:
+            outputs.append(self.process(chunk, filename, offset))
+        except VerifyErrors as errors:
+            return errors.errors
+        except RlxError as error:
+            return [error]
+        return []
 
     def parse_stages(self) -> list[PassPipeline | None]:
         """Each stage's xDSL pipeline (None for a ``STAGE_HOOKS`` stage), checked."""
@@ -173,7 +236,8 @@ class RlxOptMain(xDSLOptMain):
 
     def process(self, chunk: str, filename: str, offset: int) -> str:
         """Parse, verify, run the stages and print one chunk."""
-        module = parse(chunk, filename, line_offset=offset)
+        module = parse(chunk, filename, line_offset=offset,
+                       all_errors=self.args.verify_diagnostics)
         stages = list(zip(self.stages, self.pipelines, strict=True))
         for index, (stage, pipeline) in enumerate(stages):
             result = self.run_stage(stage, pipeline, module)
@@ -193,6 +257,7 @@ class RlxOptMain(xDSLOptMain):
         try:
             pipeline.apply(self.ctx, module)
         except VerifyException as e:
+            check_signature_types(module)  # the usual cause, located at the function
             raise RlxError(f"after pass '{name}': {e}", op=module) from None
         if self.args.print_between_passes:
             print(f"// -----// IR after {name} //----- //\n{to_text(module)}", file=sys.stderr)
@@ -215,8 +280,10 @@ class RlxOptMain(xDSLOptMain):
 def read_source(path: str | None) -> str:
     """The UTF-8 text of ``path`` (stdin when None), newlines normalised.
 
-    A missing, unreadable or non-UTF-8 input is an :class:`RlxError`.
+    ``-`` also means stdin. A missing, unreadable or non-UTF-8 input is an
+    :class:`RlxError`.
     """
+    path = None if path == "-" else path
     name = path or "<stdin>"
     try:
         data = sys.stdin.buffer.read() if path is None else Path(path).read_bytes()
@@ -228,6 +295,11 @@ def read_source(path: str | None) -> str:
         raise RlxError(f"invalid UTF-8 byte 0x{data[e.start]:02x}: the input must be MLIR "
                        "text", loc=_byte_loc(name, data, e.start)) from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def input_name(path: str | None) -> str:
+    """The name diagnostics use for an input path (``<stdin>`` for none or ``-``)."""
+    return "<stdin>" if path in (None, "-") else path
 
 
 def _byte_loc(name: str, data: bytes, offset: int) -> SourceLoc:

@@ -29,3 +29,33 @@ def _view_graph_stage(stage_spec: str, module: Any, args: Any) -> str | None:
 
 
 STAGE_HOOKS["view-graph"] = _view_graph_stage
+
+# One line of ``rlx-opt --help`` per stage (passes and hooks), in the order listed.
+STAGE_HELP: dict[str, str] = {
+    "autodiff": "add @f_grad, the gradient of @f (options: func, wrt, zero-missing-wrt, "
+                "grad-only)",
+    "jvp": "add @f_jvp, the forward-mode derivative of @f (options: func, wrt)",
+    "vmap": "add @f_vmap, @f batched over a new leading axis (options: func, batched, size)",
+    "autodiff-report": "print how many carries (bytes) each backward scan stores (stderr)",
+    "check-grads": "check gradient functions against finite differences; prints a report "
+                   "(last stage)",
+    "canonicalize": "xDSL's canonicalization patterns",
+    "cse": "common-subexpression elimination",
+    "dce": "dead-code elimination",
+    "lower-to-linalg": "lower rlx to linalg/tensor/arith/math/scf on tensors",
+    "print-after-all-upstream": "dump the IR after each upstream MLIR stage (before "
+                                "--lower-to-llvm)",
+    "lower-to-llvm": "lower to the LLVM dialect and print it as upstream MLIR text "
+                     "(last stage)",
+    "view-graph": "draw a function's dataflow graph: --view-graph=out.svg (or .png)",
+}
+
+
+def stage_help(names: list[str] | tuple[str, ...] | Any) -> str:
+    """The ``--help`` listing of ``names``: ``  --name  description`` lines."""
+    width = max(len(n) for n in names) + 4
+    lines = []
+    for name in sorted(names, key=lambda n: (list(STAGE_HELP).index(n)
+                                              if n in STAGE_HELP else len(STAGE_HELP), n)):
+        lines.append(f"  --{name:<{width}}{STAGE_HELP.get(name, name)}")
+    return "\n".join(lines)

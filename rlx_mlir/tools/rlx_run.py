@@ -16,11 +16,17 @@ import sys
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.ir import Operation
 
 from rlx_mlir.diagnostics import RlxError
-from rlx_mlir.ir import find_func, parse
+from rlx_mlir.ir import check_signature_types, find_func, parse
 from rlx_mlir.runtime.signature import Arg, Signature
-from rlx_mlir.tools.rlx_opt import broken_pipe_exit, os_error_message, read_source
+from rlx_mlir.tools.rlx_opt import (
+    broken_pipe_exit,
+    input_name,
+    os_error_message,
+    read_source,
+)
 
 
 def random_input(arg: Arg, rng: np.random.Generator, int_high: int) -> np.ndarray:
@@ -52,11 +58,30 @@ def load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
             raise RlxError(f"--input expects NAME=FILE.npy, got '{spec}'")
         if not os.path.exists(path):
             raise RlxError(f"--input {name}: no such file '{path}'")
-        try:
-            inputs[name] = np.load(path)
-        except Exception as e:
-            raise RlxError(f"--input {name}: cannot read '{path}' as .npy ({e})") from None
+        inputs[name] = load_array(name, path)
     return inputs
+
+
+def load_array(name: str, path: str) -> np.ndarray:
+    """The array of one ``--input NAME=FILE.npy`` (an :class:`RlxError` for anything
+    else, such as an ``.npz`` archive)."""
+    try:
+        loaded = np.load(path)
+    except Exception as e:
+        raise RlxError(f"--input {name}: cannot read '{path}' as .npy ({e})") from None
+    if isinstance(loaded, np.lib.npyio.NpzFile):
+        loaded.close()
+        raise RlxError(f"--input {name}: '{path}' is an archive; .npz archives are not "
+                       "supported: save one array with np.save")
+    return loaded
+
+
+def located(error: RlxError, op: Operation) -> RlxError:
+    """``error`` as it is if it has a location, else the same message located at ``op``
+    (an input that does not fit the function's signature is reported at the function)."""
+    if error.loc is not None:
+        return error
+    return RlxError(error.message, op=op, notes=error.notes)
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -70,8 +95,9 @@ def check_args(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_args(args)
-    module = parse(read_source(args.file), args.file)
+    module = parse(read_source(args.file), input_name(args.file))
     func = find_func(module, args.entry)
+    check_signature_types(func)
     sig = Signature.of(func)
     given = load_inputs(args.input)
     rng = np.random.default_rng(args.seed)
@@ -84,8 +110,10 @@ def run(args: argparse.Namespace) -> int:
         raise RlxError(f"--input names unknown argument(s): {', '.join(sorted(unknown))}")
     try:
         results = execute(module, sig.name, arrays, interpret=args.interpret)
+    except RlxError as e:  # already formatted: not wrapped again
+        raise located(e, func) from None
     except ValueError as e:
-        raise RlxError(str(e)) from None
+        raise RlxError(str(e), op=func) from None
     for i, (array, rtype) in enumerate(zip(results, sig.results, strict=True)):
         print(format_result(i, array, str(rtype)))
     sys.stdout.flush()  # a closed pipe raises here, not at interpreter exit

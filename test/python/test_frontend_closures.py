@@ -6,13 +6,14 @@ of an operator or ``rlx.nn`` call."""
 
 from collections.abc import Callable
 
+import jax
 import numpy as np
 import pytest
+from tree_checks import assert_trees_close
 
 import rlx_mlir as rlx
 from rlx_mlir import RlxError
 
-jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 RNG = np.random.default_rng(23)
@@ -27,13 +28,7 @@ pytestmark = pytest.mark.usefixtures("jax_x64")  # (conftest.py)
 
 
 def close(got, want):
-    """Equal pytrees of float64 arrays, to rounding."""
-    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
-    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
-    assert got_tree == want_tree
-    for g, w in zip(got_leaves, want_leaves, strict=True):
-        assert np.asarray(g).dtype == np.float64
-        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
+    assert_trees_close(got, want, rtol=1e-11, atol=1e-13)
 
 
 # ---------------------------------------------------------------- grad

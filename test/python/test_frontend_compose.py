@@ -2,13 +2,14 @@
 and ``vmap`` (Hessian-vector products both ways), numpy float64 scalars keeping f64,
 and ``None`` as an empty pytree node in inputs and outputs."""
 
+import jax
 import numpy as np
 import pytest
+from tree_checks import assert_trees_close
 
 import rlx_mlir as rlx
 from rlx_mlir import RlxError
 
-jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 RNG = np.random.default_rng(11)
@@ -28,13 +29,7 @@ def f_jax(x):
 
 
 def close(got, want):
-    """Equal pytrees (``None`` included) of float64 arrays, to rounding."""
-    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
-    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
-    assert got_tree == want_tree
-    for g, w in zip(got_leaves, want_leaves, strict=True):
-        assert np.asarray(g).dtype == np.float64
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    assert_trees_close(got, want)
 
 
 # ---------------------------------------------------------------- jvp composes

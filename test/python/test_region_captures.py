@@ -14,6 +14,7 @@ from __future__ import annotations
 import pathlib
 from collections.abc import Callable, Sequence
 
+import jax
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
@@ -25,7 +26,6 @@ from rlx_mlir.transforms.autodiff import grad_with_loss, values_from_above
 from rlx_mlir.transforms.jvp import jvp
 from rlx_mlir.transforms.vmap import vmap
 
-jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 CONTROL = pathlib.Path(__file__).resolve().parents[1] / "control"
