@@ -115,6 +115,8 @@ class Tensor:
                 return self, other.astype(self.dtype)
             if _is_inexact(other.dtype) and not _is_inexact(self.dtype):
                 return self.astype(other.dtype), other
+            if {self.dtype, other.dtype} == {"f32", "f64"}:  # the wider float wins
+                return self.astype("f64"), other.astype("f64")
             return self, other
         if np.asarray(other).dtype.kind in "fc" and not _is_inexact(self.dtype):
             return self.astype("f32"), other
@@ -160,6 +162,8 @@ class Tensor:
         return self._binary("pow", o)
 
     def __matmul__(self, o):
+        if isinstance(o, Tensor) and (self.ndim == 1 or o.ndim == 1):
+            return _vector_matmul(self, o)
         return innermost(self, o).matmul(self, o)
 
     def __neg__(self):
@@ -188,6 +192,8 @@ class Tensor:
 
     def __rmatmul__(self, o):
         left = self._lift(o)
+        if left.ndim == 1 or self.ndim == 1:
+            return _vector_matmul(left, self)
         return innermost(left, self).matmul(left, self)
 
     def __abs__(self):
@@ -226,8 +232,11 @@ class Tensor:
         order = perm[0] if len(perm) == 1 and isinstance(perm[0], (tuple, list)) else perm
         return self.builder.transpose(self, perm=list(order or range(self.ndim)[::-1]))
 
-    def astype(self, dtype: str) -> Tensor:
-        return self if dtype == self.dtype else self.builder.cast(self, dtype)
+    def astype(self, dtype: Any) -> Tensor:
+        """A cast to ``dtype``: an rlx name (``"f64"``) or a numpy one (``np.float64``,
+        ``"float64"``)."""
+        name = _dtype_name(dtype)
+        return self if name == self.dtype else self.builder.cast(self, name)
 
     def _reduce(self, kind: str, axis: Any, keepdims: bool) -> Tensor:
         axes = list(range(self.ndim)) if axis is None else (
@@ -519,6 +528,36 @@ def innermost(*operands: Any) -> Builder:
         raise RlxError("expected at least one traced tensor operand",
                        loc=loc_from_attr(_user_location()))
     return max(builders, key=nesting_depth)
+
+
+def _dtype_name(dtype: Any) -> str:
+    """rlx's name of a dtype given by rlx name or numpy dtype (``np.float64`` -> ``f64``)."""
+    if isinstance(dtype, str) and dtype in NUMPY_DTYPES:
+        return dtype
+    try:
+        wanted = np.dtype(dtype)
+    except TypeError:
+        wanted = None
+    for name, numpy_dtype in NUMPY_DTYPES.items():
+        if numpy_dtype == wanted:
+            return name
+    raise RlxError(f"unsupported dtype {dtype!r} (expected one of "
+                   f"{', '.join(NUMPY_DTYPES)} or the numpy equivalent)",
+                   loc=loc_from_attr(_user_location()))
+
+
+def _vector_matmul(a: Tensor, b: Tensor) -> Tensor:
+    """numpy's ``@`` with a 1-d operand: a vector is a row (left) or a column (right) for
+    the product, and that axis is dropped from the result."""
+    left = a.reshape(1, -1) if a.ndim == 1 else a
+    right = b.reshape(-1, 1) if b.ndim == 1 else b
+    out = innermost(left, right).matmul(left, right)
+    shape = list(out.shape)
+    if b.ndim == 1:
+        shape.pop(-1)
+    if a.ndim == 1:
+        shape.pop(-2 if b.ndim != 1 else -1)
+    return out.reshape(*shape) if shape else out.reshape(())
 
 
 def _is_inexact(dtype: str) -> bool:

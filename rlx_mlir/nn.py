@@ -130,30 +130,42 @@ def attention(q: Tensor, k: Tensor, v: Tensor, num_heads: int, mask: Tensor | No
         score_scale=score_scale, softcap=softcap)
 
 
+def _hw(value: int | Sequence[int]) -> list[int]:
+    """A (height, width) pair; an int means both, as in PyTorch (``stride=2``)."""
+    return [int(value)] * 2 if isinstance(value, (int, np.integer)) else list(value)
+
+
 def conv2d(x: Tensor, w: Tensor, bias: Tensor | None = None, stride=(1, 1), padding=(0, 0),
            dilation=(1, 1), groups: int = 1) -> Tensor:
-    return _b(x, w, bias).conv2d(x, w, bias, stride=list(stride), padding=list(padding),
-                        dilation=list(dilation), groups=groups)
+    return _b(x, w, bias).conv2d(x, w, bias, stride=_hw(stride), padding=_hw(padding),
+                                 dilation=_hw(dilation), groups=groups)
 
 
 def max_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
-    return _b(x).max_pool2d(x, kernel=list(kernel), stride=list(stride or kernel),
-                            padding=list(padding))
+    return _b(x).max_pool2d(x, kernel=_hw(kernel), stride=_hw(stride or kernel),
+                            padding=_hw(padding))
 
 
 def avg_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
-    return _b(x).avg_pool2d(x, kernel=list(kernel), stride=list(stride or kernel),
-                            padding=list(padding))
+    return _b(x).avg_pool2d(x, kernel=_hw(kernel), stride=_hw(stride or kernel),
+                            padding=_hw(padding))
 
 
-def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean") -> Tensor:
-    """Softmax cross-entropy of ``[N, C]`` logits and integer labels ``[N]``."""
-    per_row = _b(logits, labels).softmax_cross_entropy(logits, labels)
-    reductions = {"none": lambda t: t, "mean": lambda t: t.mean(), "sum": lambda t: t.sum()}
-    if reduction not in reductions:
+def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean",
+                  ignore_index: int | None = -100) -> Tensor:
+    """Softmax cross-entropy of ``[N, C]`` logits and integer labels ``[N]``, as PyTorch's:
+    rows labelled ``ignore_index`` (-100 by default; None: none) give 0 and no gradient,
+    and ``"mean"`` averages over the other rows."""
+    if reduction not in ("none", "mean", "sum"):
         raise RlxError(f"cross_entropy: reduction={reduction!r} must be one of "
-                       f"{', '.join(reductions)}", loc=loc_from_attr(_user_location()))
-    return reductions[reduction](per_row)
+                       "none, mean, sum", loc=loc_from_attr(_user_location()))
+    per_row = _b(logits, labels).softmax_cross_entropy(logits, labels)
+    if ignore_index is not None:
+        kept = labels != ignore_index
+        per_row = where(kept, per_row, 0.0)
+        if reduction == "mean":
+            return per_row.sum() / maximum(kept.astype(per_row.dtype).sum(), 1.0)
+    return {"none": lambda: per_row, "mean": per_row.mean, "sum": per_row.sum}[reduction]()
 
 
 def rope(x: Tensor, cos: Tensor, sin: Tensor, head_dim: int, n_rot: int | None = None) -> Tensor:
@@ -161,4 +173,9 @@ def rope(x: Tensor, cos: Tensor, sin: Tensor, head_dim: int, n_rot: int | None =
 
 
 def embedding(table: Tensor, ids: Tensor) -> Tensor:
-    return _b(table, ids).gather(table, ids, axis=0)
+    """``table[ids]``: rows by id, negative ids counted from the end (as indexing)."""
+    from rlx_mlir.frontend.indexing import wrap_negative
+
+    b = _b(table, ids)
+    ids = ids if isinstance(ids, Tensor) else b.constant(np.asarray(ids))
+    return b.gather(table, wrap_negative(ids, table.shape[0]), axis=0)

@@ -77,7 +77,16 @@ def _gather_rows(x: Any, index: Any) -> Any:
         raise _error("cannot index a 0-d tensor")
     if not isinstance(index, Tensor):
         index = x.builder.constant(_row_indices(index, x.shape[0]))
+    else:
+        index = wrap_negative(index, x.shape[0])
     return x.builder.gather(x, index, axis=0)
+
+
+def wrap_negative(index: Any, extent: int) -> Any:
+    """A traced integer index with negative entries counted from the end (numpy, JAX):
+    ``where(i < 0, i + extent, i)``; out-of-range entries are then clamped by gather."""
+    b = index.builder
+    return b.where(index < 0, index + extent, index)
 
 
 def getitem(x: Any, index: Any) -> Any:
