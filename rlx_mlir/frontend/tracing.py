@@ -21,6 +21,7 @@ the inlined call passes, so the outer transformation still sees it as a value of
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -272,6 +273,23 @@ def _inline(builder: Builder, module: ModuleOp, entry: str, leaves: Sequence[Any
     return mirror_prepared(builder, block, operands)
 
 
+def positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
+    """``fn``'s arguments as one positional tuple (keyword arguments bound to their
+    parameters, as JAX's ``jit`` traces them); keyword-only parameters are an error.
+
+    >>> positional(lambda x, scale=1.0: x, (1,), {"scale": 2.0})
+    (1, 2.0)
+    """
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except (TypeError, ValueError) as e:
+        raise RlxError(f"cannot call {getattr(fn, '__name__', 'the function')}: {e}") from None
+    if bound.kwargs:
+        raise RlxError("keyword-only parameters are not supported by rlx's transformations "
+                       f"({', '.join(bound.kwargs)}): make them positional or close over them")
+    return tuple(bound.args)
+
+
 class Transformed:
     """A traced, transformed, natively compiled function, cached per signature."""
 
@@ -305,7 +323,9 @@ class Transformed:
         """The leaves passed to the transformed entry: the arguments', then the captures."""
         return [leaf for _, leaf in flatten(list(args))[0]] + traced.captures
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = positional(self.fn, args, kwargs)
         traced, entry, finish, executable = self._prepare(args)
         outer = _inside_trace(args)
         if outer is not None:
@@ -426,8 +446,8 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     both = _value_and_grad(fn, argnums, "grad")
 
     @functools.wraps(fn)
-    def gradient(*args: Any) -> Any:
-        return both(*args)[1]
+    def gradient(*args: Any, **kwargs: Any) -> Any:
+        return both(*args, **kwargs)[1]
 
     gradient.lower = both.lower  # type: ignore[attr-defined]
     return gradient
@@ -441,7 +461,10 @@ def vmap(fn: Callable, in_axes: int | None | Sequence[int | None] = 0) -> Callab
     _check_in_axes(in_axes)
 
     @functools.wraps(fn)
-    def batched(*args: Any) -> Any:
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise RlxError("vmap: pass the arguments positionally (in_axes is per position); "
+                           f"got keyword arguments {', '.join(kwargs)}")
         axes = _axes_per_argument(in_axes, len(args))
         moved = [_batch_axis_first(a, axes[i], i) for i, a in enumerate(args)]
         flags = tuple(None if ax is None else 0 for ax in axes)

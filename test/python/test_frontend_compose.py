@@ -135,3 +135,28 @@ def test_grad_of_a_none_output_is_an_rlx_error():
     with pytest.raises(RlxError, match="grad requires a function returning one scalar .* "
                        "it returned None"):
         rlx.grad(lambda a: None)(X)
+
+
+# ---------------------------------------------------------------- keyword arguments
+
+
+def _scaled(x, scale=2.0):
+    return (x * scale).sum()
+
+
+def test_jit_and_grad_take_keyword_arguments_like_jax():
+    x = np.ones(3)
+    assert rlx.jit(_scaled)(x, scale=3.0) == jax.jit(_scaled)(x, scale=3.0)
+    assert rlx.jit(_scaled)(x) == 6.0
+    close(rlx.grad(_scaled)(x, scale=4.0), jax.grad(_scaled)(x, scale=4.0))
+    close(rlx.value_and_grad(_scaled)(x, scale=0.5), jax.value_and_grad(_scaled)(x, scale=0.5))
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: rlx.jit(lambda x, *, k: x * k)(np.ones(2), k=2.0), r"keyword-only parameters"),
+    (lambda: rlx.jit(_scaled)(np.ones(2), bogus=1), r"unexpected keyword argument 'bogus'"),
+    (lambda: rlx.vmap(_scaled)(np.ones((2, 3)), scale=1.0), r"vmap: pass the arguments"),
+])
+def test_unsupported_keyword_arguments_are_rlx_errors(call, match):
+    with pytest.raises(RlxError, match=match):
+        call()
