@@ -160,3 +160,28 @@ def test_jit_and_grad_take_keyword_arguments_like_jax():
 def test_unsupported_keyword_arguments_are_rlx_errors(call, match):
     with pytest.raises(RlxError, match=match):
         call()
+
+
+# ---------------------------------------------------------------- static_argnums
+
+
+def test_static_argnums_are_python_values_traced_once_per_value():
+    traced = []
+
+    def step(x, train, scale):
+        traced.append(train)
+        return x * scale * 2.0 if train else x * scale  # Python control flow on `train`
+
+    fast = rlx.jit(step, static_argnums=1)
+    x = np.ones(3)
+    np.testing.assert_array_equal(fast(x, True, 3.0), x * 6.0)
+    np.testing.assert_array_equal(fast(x, False, 3.0), x * 3.0)
+    np.testing.assert_array_equal(fast(x, True, 4.0), x * 8.0)  # scale stays traced
+    np.testing.assert_array_equal(fast(x, train=False, scale=2.0), x * 2.0)
+    assert traced == [True, False]
+    close(fast(x, True, 0.5), jax.jit(step, static_argnums=1)(x, True, 0.5))
+
+
+def test_static_arguments_must_be_hashable():
+    with pytest.raises(RlxError, match=r"static arguments must be hashable"):
+        rlx.jit(lambda x, d: x, static_argnums=1)(np.ones(2), {"a": 1})
