@@ -203,12 +203,32 @@ def _is_blank(text: str) -> bool:
     return not re.sub(r"//[^\n]*", "", text).strip()
 
 
+_LOC_ALIAS = re.compile(r"^#[A-Za-z_][\w$.-]* = loc\(.*\)[ \t]*$", re.MULTILINE)
+
+
+def hoist_location_aliases(text: str) -> tuple[str, int]:
+    r"""``(text, lines added)``: location aliases defined after their uses (``#loc3 =
+    loc("a.py":2:3)`` at the end of the file, as ``mlir-opt --mlir-print-debuginfo``
+    prints them) copied onto one first line, so a one-pass parser knows them; their
+    original lines are blanked, so the other lines keep their numbers.
+
+    >>> hoist_location_aliases('f loc(#l)\n#l = loc("a":1:2)\n')
+    ('#l = loc("a":1:2)\nf loc(#l)\n\n', 1)
+    """
+    aliases = _LOC_ALIAS.findall(text)
+    if not aliases:
+        return text, 0
+    return " ".join(aliases) + "\n" + _LOC_ALIAS.sub("", text), 1
+
+
 def parse(text: str, filename: str = "<string>", line_offset: int = 0,
           all_errors: bool = False) -> ModuleOp:
     """Parse and verify rlx text; :class:`RlxError` with a location on failure (with
     ``all_errors``, a :class:`VerifyErrors` holding every op verification failure)."""
     if _is_blank(text):
         return ModuleOp([])
+    text, added = hoist_location_aliases(text)
+    line_offset -= added
     try:
         module = LocatingParser(make_context(), text, filename, line_offset).parse_module()
     except ParseError as e:
