@@ -76,15 +76,18 @@ def _match(expected: list[Expectation], kind: str, line: int | None,
 def check(expected: list[Expectation], errors: list[RlxError], filename: str) -> list[str]:
     """Problems (unexpected errors, missing errors, notes and warnings); empty when
     everything matched. An expected note must match a note of an emitted error at its
-    line; rlx emits no warnings or remarks, so expecting one is always a problem. Notes
-    that are not expected are not problems."""
+    line; rlx emits no warnings or remarks, so expecting one is always a problem. As with
+    mlir-opt, a note nobody expected is a problem too."""
     problems = []
     for error in errors:
         line = error.loc.line if error.loc is not None else None
         if _match(expected, "error", line, error.message) is None:
             problems.append(f"{error}\n{filename}: error: unexpected error: {error.message}")
         for note in error.notes:
-            _match(expected, "note", _note_line(error, note), note)
+            if _match(expected, "note", _note_line(error, note), note) is None:
+                where = _note_line(error, note)
+                at = f"{filename}:{where}" if where is not None else filename
+                problems.append(f"{at}: error: unexpected note: {note}")
     for e in expected:
         if not e.matched:
             problems.append(
