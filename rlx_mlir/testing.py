@@ -97,6 +97,8 @@ def check_grads(module: ModuleOp | str, func_name: str | None = None,
     ``func_name`` for ``wrt``, else the one ``--autodiff`` emits)."""
     source = as_module(module)
     f, g = _targets(source, func_name, wrt, grad)
+    for checked in (f, g):
+        _check_interpretable(checked)
     wrt_indices = grad_wrt(f, g) if g is not None else resolve_wrt(f, wrt)
     m64 = promote_to_f64(source)
     f64 = find_func(m64, f.sym_name.data)
@@ -111,6 +113,17 @@ def check_grads(module: ModuleOp | str, func_name: str | None = None,
     if raise_on_error and not report.ok:
         raise AssertionError(str(report))
     return report
+
+
+def _check_interpretable(f: func.FuncOp | None) -> None:
+    """Gradients are checked on rlx ops (the interpreter's): lowered IR is an error at its
+    first op of another dialect."""
+    if f is None:
+        return
+    for op in f.walk():
+        if not op.name.startswith(("rlx.", "func.")):
+            raise RlxError(f"gradient checks run on rlx ops, before --lower-to-linalg: "
+                           f"@{f.sym_name.data} holds '{op.name}'", op=op)
 
 
 def _targets(module: ModuleOp, func_name: str | None, wrt: Sequence[str] | None,
