@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 from rlx_mlir import nn
 from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
-from rlx_mlir.frontend import grad, jit, trace, value_and_grad
+from rlx_mlir.frontend import cond, fori_loop, grad, jit, scan, trace, value_and_grad, while_loop
 from rlx_mlir.interpreter import interpret
 from rlx_mlir.ir import parse, to_text, verify
 from rlx_mlir.runtime.jit import compile  # noqa: A004
@@ -52,7 +52,8 @@ def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 __all__ = [
-    "Builder", "RlxError", "Tensor", "compile", "grad", "grad_with_loss", "interpret", "jit",
-    "jvp", "nn", "parse", "to_text", "trace", "value_and_grad", "verify", "view", "vmap",
+    "Builder", "RlxError", "Tensor", "compile", "cond", "fori_loop", "grad", "grad_with_loss",
+    "interpret", "jit", "jvp", "nn", "parse", "scan", "to_text", "trace", "value_and_grad",
+    "verify", "view", "vmap", "while_loop",
 ]
 __version__ = "0.1.0"
