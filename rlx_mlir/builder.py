@@ -271,7 +271,7 @@ class Tensor:
     def __bool__(self):
         raise RlxError(
             "data-dependent Python control flow on a traced value: the value is not known "
-            "while tracing; use rlx_mlir.nn.where or Builder.cond/while_loop instead",
+            "while tracing; use rlx_mlir.nn.where, rlx.cond or rlx.while_loop instead",
             loc=loc_from_attr(_user_location()))
 
     def __float__(self):

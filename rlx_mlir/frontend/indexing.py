@@ -71,7 +71,7 @@ def _row_indices(index: np.ndarray, extent: int) -> np.ndarray:
 
 def _gather_rows(x: Any, index: Any) -> Any:
     """``x[index]`` for an integer Tensor or integer numpy array ``index`` (axis 0)."""
-    from rlx_mlir.builder import Tensor
+    from rlx_mlir.builder import Tensor, innermost
 
     if x.ndim == 0:
         raise _error("cannot index a 0-d tensor")
@@ -79,7 +79,7 @@ def _gather_rows(x: Any, index: Any) -> Any:
         index = x.builder.constant(_row_indices(index, x.shape[0]))
     else:
         index = wrap_negative(index, x.shape[0])
-    return x.builder.gather(x, index, axis=0)
+    return innermost(x, index).gather(x, index, axis=0)
 
 
 def wrap_negative(index: Any, extent: int) -> Any:

@@ -238,3 +238,15 @@ def test_a_leaked_tracer_is_an_error():
         rlx.jit(lambda a: rlx.grad(lambda y: (y * leaked[0]).sum())(a))(X)
     with pytest.raises(RlxError, match="outside the trace it belongs to"):
         rlx.jit(lambda a: leaked[0] * a)(X)
+
+
+def test_indexing_an_outer_tensor_with_an_inner_index_gathers_in_the_inner_trace():
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    ids = np.array([1, -1, 0], np.int32)
+
+    def outer(e):
+        return rlx.jit(lambda t: e[t] * 2.0)(ids)
+
+    np.testing.assert_array_equal(rlx.jit(outer)(table), table[ids] * 2.0)
+    grads = rlx.grad(lambda e: outer(e).sum())(table)
+    np.testing.assert_array_equal(grads, jax.grad(lambda e: (e[ids] * 2.0).sum())(table))
