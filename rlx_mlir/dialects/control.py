@@ -425,14 +425,39 @@ def body_vjp_region(body) -> Region:
     """``(carry, xs..., d_output) -> (dcarry, dxs...)``: the scan body's VJP as a region.
 
     Every body input gets a gradient (zeros when it does not reach the next carry: RLX
-    used STRICT mode here and panicked, SPEC 9.17).
+    used STRICT mode here and panicked, SPEC 9.17); an integer input (token ids) gets
+    integer zeros.
     """
-    from rlx_mlir.transforms.autodiff import GradOptions, build_grad_func
+    from rlx_mlir.transforms.autodiff import (
+        GradOptions,
+        build_grad_func,
+        is_differentiable_type,
+    )
 
     f = region_as_func(body.block, "scan_body")
-    wrt = tuple(arg_names(f))
+    floats = [is_differentiable_type(a.type) for a in f.body.block.args]
+    wrt = tuple(n for n, is_float in zip(arg_names(f), floats, strict=True) if is_float)
     g = build_grad_func(f, GradOptions(wrt, zero_missing_wrt=True, with_loss=False))
-    return func_as_region(g)
+    return func_as_region(_with_integer_zeros(g, f.body.block.args, floats))
+
+
+def _with_integer_zeros(g: func.FuncOp, args: Sequence[SSAValue],
+                        floats: Sequence[bool]) -> func.FuncOp:
+    """``g`` (gradients of the float ``args``) returning one value per arg: zeros of the
+    arg's type at the integer positions."""
+    from rlx_mlir.builder import Builder
+
+    if all(floats):
+        return g
+    block = g.body.block
+    ret = block.last_op
+    block.detach_op(ret)
+    b = Builder(block=block)
+    grads = iter(ret.operands)
+    values = [next(grads) if is_float else b.full(shape_of(a.type), 0, dtype_of(a.type)).value
+              for a, is_float in zip(args, floats, strict=True)]
+    block.add_op(func.ReturnOp(*values))
+    return g
 
 
 @VJP.register(ScanOp)

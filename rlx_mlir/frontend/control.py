@@ -659,13 +659,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
     index = _indices(lower, upper)
     if not index.size:
         return init_val
-    # The indices enter as f64 (exact for i32 bounds) and are cast back in the body: the
-    # scan VJP cannot differentiate a scan with an integer per-step input yet.
-    dtype = _DTYPE_NAMES[index.dtype]
-    carry, _ = _scan("fori_loop", "body_fun",
-                     lambda c, i: (body_fun(i.astype(dtype), c), None), init_val,
-                     index.astype(np.float64), None, False, _checkpoints(num_checkpoints),
-                     "init_val")
+    carry, _ = _scan("fori_loop", "body_fun", lambda c, i: (body_fun(i, c), None), init_val,
+                     index, None, False, _checkpoints(num_checkpoints), "init_val")
     return carry
 
 
@@ -675,9 +670,6 @@ def _indices(lower: Any, upper: Any) -> np.ndarray:
         if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
             raise _error(f"fori_loop: {name} must be an int or an integer scalar tensor; "
                          f"got {bound!r}")
-    if max(abs(int(lower)), abs(int(upper))) > 2**53:
-        raise _error("fori_loop: bounds beyond 2**53 are not supported (the indices are "
-                     "carried as f64)")
     dtype = np.result_type(_as_array(lower), _as_array(upper))
     return np.arange(int(lower), int(upper), dtype=dtype)
 

@@ -234,3 +234,21 @@ def test_custom_fn_forward_inlines_body():
     b.ret(b.custom_fn([x], lambda b, a: a + 1.0))
     out = rlx.interpret(b.module, np.array([10, 20, 30], np.float32))[0]
     np.testing.assert_array_equal(out, [11, 21, 31])
+
+
+@pytest.mark.parametrize("as_bcast", [False, True])
+def test_scan_gradient_with_integer_step_or_broadcast_inputs(as_bcast):
+    """Token ids (per step or broadcast) get no gradient; the float carry's is exact."""
+    b = rlx.Builder("f")
+    h = b.param("h", (3,))
+    ints = b.input("t", (3,), "i32")
+    step = lambda b, c, i: c * b.cast(i, "f32") + 1.0  # noqa: E731
+    kwargs = {"bcasts": [ints]} if as_bcast else {"xs": [ints]}
+    b.ret(b.reduce_sum(b.scan(h, step, length=3, **kwargs), axes=[0]))
+    t = np.array([1, 2, -1], np.int32)
+    check_grads(b.module, args={"h": np.array([1.0, 2.0, 3.0]), "t": t})
+    grad = rlx.grad_with_loss(b.module, "f")
+    _, dh = rlx.compile(b.module, grad.sym_name.data)(
+        np.array([1, 2, 3], np.float32), t, np.float32(1.0))
+    want = t ** 3 if as_bcast else np.full(3, np.prod(t))  # d/dh of c * t + 1, 3 times
+    np.testing.assert_allclose(dh, want)
