@@ -625,18 +625,29 @@ JVP.register(YieldOp)(lambda ctx, op, *ts: [])
 # ---------------------------------------------------------------- batching rules (SPEC 6.3)
 
 
-def _vmap_region(ctx: VmapContext, block: Block, arg_types, flags) -> Region:
-    """``block`` batched with the given argument flags; every result batched."""
-    from rlx_mlir.transforms.vmap import vmap_block
-
+def _vmap_region(ctx: VmapContext, block: Block, arg_types, flags,
+                 finish: Callable[[Builder, list[Tensor], list[Tensor]], list[Tensor]]
+                 | None = None) -> Region:
+    """``block`` batched with the given argument flags; every result batched, then passed
+    through ``finish(builder, args, results)`` when given."""
     new = Block(arg_types=list(arg_types))
     inner = ctx.b.appending_to(new, ctx.b.location)
-    outs, out_flags = vmap_block(inner, block, [inner.wrap(a) for a in new.args], flags,
-                                 ctx.size, outer=ctx)
-    sub = type(ctx)(inner, ctx.size)
-    new.add_op(YieldOp.create(operands=[sub.lift(o, f).value
-                                        for o, f in zip(outs, out_flags, strict=True)]))
+    args = [inner.wrap(a) for a in new.args]
+    outs = _vmap_inline(ctx, inner, block, args, flags)
+    if finish is not None:
+        outs = finish(inner, args, outs)
+    new.add_op(YieldOp.create(operands=[o.value for o in outs]))
     return Region(new)
+
+
+def _vmap_inline(ctx: VmapContext, b: Builder, block: Block, args: Sequence[Tensor],
+                 flags: Sequence[bool]) -> list[Tensor]:
+    """``block`` batched into ``b``'s block; every result batched."""
+    from rlx_mlir.transforms.vmap import vmap_block
+
+    outs, out_flags = vmap_block(b, block, args, flags, ctx.size, outer=ctx)
+    sub = type(ctx)(b, ctx.size)
+    return [sub.lift(o, f) for o, f in zip(outs, out_flags, strict=True)]
 
 
 def _steps_first(ctx: VmapContext, x: Tensor, batched: bool) -> Tensor:
@@ -688,6 +699,38 @@ def _vmap_custom_fn(ctx: VmapContext, op: CustomFnOp, xs, batched) -> list[Tenso
                                     [True] * (2 * len(types))))
     return [ctx.b._emit_with_regions("custom_fn", primals, regions, out=[out],
                                      **{k: v for k, v in op.py_attrs().items()})]
+
+
+@VMAP.register(WhileOp)
+def _vmap_while(ctx: VmapContext, op: WhileOp, xs, batched) -> list[Tensor]:
+    """A bounded loop is unrolled with a mask per element (as under autodiff). An
+    unbounded one stays a loop, as in JAX: it runs while any element's ``cond`` holds, and
+    the elements whose ``cond`` is false keep their state."""
+    from rlx_mlir.transforms.vmap import vmap_inlined
+
+    if op.attr("max_iterations", None) is not None:
+        return vmap_inlined(ctx, op, xs, batched)
+    state = ctx.lift(xs[0], batched[0])
+    want = yielded_types(op.cond.block)[0]
+
+    def reshaped(b: Builder, x: Tensor, shape: Sequence[int]) -> Tensor:
+        return x if x.shape == tuple(shape) else b.reshape(x, shape)
+
+    def active(b: Builder, s: Tensor) -> Tensor:  # [B] i1: the elements still looping
+        (keep,) = _vmap_inline(ctx, b, op.cond.block, [s], [True])
+        return reshaped(b, keep, (ctx.size,))
+
+    def any_active(b: Builder, args: list[Tensor], outs: list[Tensor]) -> list[Tensor]:
+        count = b.reduce_max(b.cast(active(b, args[0]), "f32"), axes=[0])
+        return [reshaped(b, count > 0.5, shape_of(want))]
+
+    def step_active(b: Builder, args: list[Tensor], outs: list[Tensor]) -> list[Tensor]:
+        keep = reshaped(b, active(b, args[0]), (ctx.size, *[1] * (state.ndim - 1)))
+        return [b.where(b.expand(keep, state.shape), outs[0], args[0])]
+
+    cond = _vmap_region(ctx, op.cond.block, [state.type], [True], any_active)
+    body = _vmap_region(ctx, op.body.block, [state.type], [True], step_active)
+    return [ctx.b._emit_with_regions("while", [state], [cond, body])]
 
 
 OPS = [YieldOp, ScanOp, IfOp, WhileOp, CustomFnOp]

@@ -262,7 +262,8 @@ def _visible(traced: Traced) -> bool:
 def _inline(builder: Builder, module: ModuleOp, entry: str, leaves: Sequence[Any]
             ) -> list[Tensor]:
     """Emit ``@entry`` of ``module`` into the outer trace on its argument ``leaves``
-    (constants for numpy leaves; tensors of enclosing traces are captured)."""
+    (constants for numpy leaves; tensors of enclosing traces are captured), op for op
+    (a transformation of the outer trace prepares them itself)."""
     from rlx_mlir.transforms.autodiff import mirror_prepared
 
     operands = [builder.wrap(builder._value(leaf)) if isinstance(leaf, Tensor)
@@ -270,7 +271,7 @@ def _inline(builder: Builder, module: ModuleOp, entry: str, leaves: Sequence[Any
     block = find_func(module, entry).body.block
     for extra in block.args[len(operands):]:  # the cotangent seed of a gradient function
         operands.append(builder.full(tuple(extra.type.get_shape()), 1.0, _name(extra.type)))
-    return mirror_prepared(builder, block, operands)
+    return mirror_prepared(builder, block, operands, prepare=False)
 
 
 def positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:

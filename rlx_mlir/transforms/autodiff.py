@@ -355,9 +355,11 @@ def _mirror_body(f: func.FuncOp, block: Block) -> list[list[SSAValue]]:
     return [[t.value for t in mirror_prepared(builder, f.body.block, args)]]
 
 
-def mirror_prepared(builder: Builder, source: Block, args: Sequence[Tensor]) -> list[Tensor]:
+def mirror_prepared(builder: Builder, source: Block, args: Sequence[Tensor],
+                    prepare: bool = True) -> list[Tensor]:
     """Copy ``source``'s ops after ``builder``'s block with its arguments bound to ``args``,
-    applying the PREPARE_AD rewrites (SPEC 4.4); returns the terminator's operands.
+    applying the PREPARE_AD rewrites (SPEC 4.4) unless ``prepare`` is False; returns the
+    terminator's operands.
 
     Values ``source`` captures from above and that are not renamed stay as they are."""
     mapping: dict[SSAValue, SSAValue] = {
@@ -366,7 +368,7 @@ def mirror_prepared(builder: Builder, source: Block, args: Sequence[Tensor]) -> 
     for op in source.ops:
         if op is source.last_op and op.name in ("func.return", "rlx.yield"):
             return [builder.wrap(mapping.get(v, v)) for v in op.operands]
-        rewrite = PREPARE_AD.get(type(op))
+        rewrite = PREPARE_AD.get(type(op)) if prepare else None
         if rewrite is None:
             clone = op.clone(value_mapper=mapping)
             builder.block.add_op(clone)

@@ -189,7 +189,7 @@ def _vmap_op(ctx: VmapContext, op: Operation) -> None:
         return
     ctx.b.location = op.location
     if op.name in INLINED_FOR_VMAP:
-        outs = _vmap_inlined(ctx, op, xs, batched)
+        outs = vmap_inlined(ctx, op, xs, batched)
     else:
         outs = VMAP.lookup(op)(ctx, op, xs, batched)
     for result, out in zip(op.results, outs, strict=True):
@@ -202,12 +202,15 @@ def _vmap_op(ctx: VmapContext, op: Operation) -> None:
 
 
 # If is batched by evaluating both branches and selecting (the predicate may differ
-# per batch element); a batched while is unrolled with a mask per element.
-INLINED_FOR_VMAP = ("rlx.if", "rlx.while")
+# per batch element); a bounded while is unrolled with a mask per element (rlx.while's
+# batching rule, which keeps an unbounded while a loop).
+INLINED_FOR_VMAP = ("rlx.if",)
 
 
-def _vmap_inlined(ctx: VmapContext, op: Operation, xs: Sequence[Tensor],
-                  batched: Sequence[bool]) -> list[Tensor]:
+def vmap_inlined(ctx: VmapContext, op: Operation, xs: Sequence[Tensor],
+                 batched: Sequence[bool]) -> list[Tensor]:
+    """``op`` rewritten as its autodiff form (``PREPARE_AD``: both branches and a select,
+    a masked unrolled loop), then batched op by op."""
     block = Block(arg_types=[v.type for v in op.operands])
     inner = Builder.appending_to(block, op.location)
     results = PREPARE_AD.lookup(op)(inner, op, [inner.wrap(a) for a in block.args])

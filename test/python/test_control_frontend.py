@@ -330,14 +330,21 @@ def test_vmap_of_cond_selects_per_example():
     close(ours(W, V, HB), theirs(W, V, HB))
 
 
-def test_vmap_of_while_loop_needs_max_iterations_when_the_state_is_batched():
-    """A batched rlx.while is unrolled by the vmap pass, so it needs a bound."""
+def test_vmap_of_while_loop_with_or_without_a_bound_matches_jax():
+    """Bounded: unrolled with a mask per element; unbounded: one loop running while any
+    element's condition holds (JAX's batching of while_loop)."""
     def make(lib, c, **kw):
         return lambda x: c.while_loop(lambda s: s.sum() < 5.0, lambda s: s * 1.5, x, **kw)
     x = np.abs(HB) + 0.1
     close(rlx.vmap(make(*RLX, max_iterations=30))(x), jax.vmap(make(*JAX))(x))
+    close(rlx.vmap(make(*RLX))(x), jax.vmap(make(*JAX))(x))
+    close(rlx.jit(rlx.vmap(make(*RLX)))(x), jax.vmap(make(*JAX))(x))
+
+
+def test_grad_of_an_unbounded_while_loop_is_a_clear_error():
+    loop = lambda x: rlx.while_loop(lambda s: s.sum() < 5.0, lambda s: s * 1.5, x)  # noqa: E731
     with pytest.raises(RlxError, match="needs a max_iterations"):
-        rlx.vmap(make(*RLX))(x)
+        rlx.grad(lambda x: loop(x).sum())(np.abs(HB[0]) + 0.1)
 
 
 def test_jvp_through_scan_with_a_closure_matches_jax():
