@@ -342,13 +342,15 @@ def packed_matmul_plan(m: int, n: int, k: int, threads: int) -> dict[str, int] |
 
 
 def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
-                            zero_init: bool = False) -> str | None:
+                            zero_init: bool = False,
+                            padding: str = "0.0 : f32, 0.0 : f32, 0.0 : f32") -> str | None:
     """CODEGEN.md §1a: cache tiles, register tile, packed A/B panels via pad + hoist_pad.
 
     M and N remainders (not multiples of MR / NR) are split off and get the small schedule;
     the main part is a multiple of the tiles, so every packed panel is static. With a zero
     ``linalg.fill`` init (``zero_init``) and K in one cache tile, the loops are tagged for
-    :func:`zero_accumulators`."""
+    :func:`zero_accumulators`. ``padding``: the pad op's zero of each operand's element
+    type (:func:`_padding_zeros`)."""
     m, n, k = info.ranges
     p = packed_matmul_plan(m, n, k, threads)
     if p is None:
@@ -390,7 +392,7 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
     nofold = 1 if a_loops else 0
     nest = sum(1 for t in (p["fdim"] >= 0, tile_n, tile_k, tile_m, mr < m_part, nr < n_part) if t)
     text += f"""    %p{i}, %pad{i}, %cp{i} = transform.structured.pad %e{i} {{
-        padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
+        padding_values = [{padding}], padding_dimensions = [0, 1, 2],
         nofold_flags = [{nofold}, {nofold}, 0], copy_back_op = "none"}}
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     %pB{i} = transform.get_producer_of_operand %p{i}[1] : (!transform.any_op) -> !transform.any_op
@@ -603,10 +605,23 @@ def _schedule_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
     m, n, k = info.ranges
     nested_in_cache = op.parent.name != "func.func" and m * k + k * n <= NESTED_UNPACKED_MAX
     if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16 and not nested_in_cache:
-        packed = _packed_matmul_fragment(i, info, threads, _zero_filled_init(op))
+        packed = _packed_matmul_fragment(i, info, threads, _zero_filled_init(op),
+                                         _padding_zeros(op))
         if packed is not None:
             return Fragment(packed, "matmul_packed", f"%kl{i}")
     return Fragment(_small_matmul_fragment(i, info), "matmul_small", f"%t{i}_l")
+
+
+def _padding_zeros(op) -> str:
+    """``structured.pad``'s padding values for ``op``'s operands: a zero of each one's
+    element type (``0.0 : f64`` for an f64 matmul; an f32 zero there is a hard error)."""
+    from mlir import ir
+
+    zeros = []
+    for value in list(op.operands)[:3]:
+        elem = ir.ShapedType(value.type).element_type
+        zeros.append(f"{'0' if isinstance(elem, ir.IntegerType) else '0.0'} : {elem}")
+    return ", ".join(zeros)
 
 
 def _zero_filled_init(op) -> bool:
@@ -793,6 +808,7 @@ def apply_bufferize(module) -> None:
     from mlir import ir
 
     _run_script(module, _BUFFERIZE)
+    copy_repeated_results(module)
     fragments = []
     for op in ops_named(module, "linalg.copy"):
         shape = _memref_shape(op.operands[0])
@@ -810,6 +826,32 @@ def apply_bufferize(module) -> None:
                     "  transform.named_sequence @__transform_main(%root: !transform.any_op "
                     "{transform.readonly}) {\n" + "".join(fragments)
                     + "    transform.yield\n  }\n}\n")
+
+
+def copy_repeated_results(module) -> int:
+    """After bufferization, give each function result a buffer of its own: a buffer
+    returned twice (``return %a, %a``) is copied (``memref.copy``, a memcpy: results have
+    the identity layout) into a fresh one for every repeat. The runtime returns each
+    distinct rlx value once, but CSE can still merge two equal ops into one value
+    (``(t.T, t.T)``), and ``buffer-results-to-out-params`` crashes (a segfault) on a
+    buffer returned twice. Returns how many copies were made."""
+    from mlir import ir
+    from mlir.dialects import memref
+
+    copied = 0
+    for ret in ops_named(module, "func.return"):
+        seen: list = []
+        for i, value in enumerate(list(ret.operands)):
+            if not isinstance(value.type, ir.MemRefType) or value not in seen:
+                seen.append(value)
+                continue
+            with ir.Location.unknown(module.context), ir.InsertionPoint(ret):
+                alignment = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 64)
+                fresh = memref.AllocOp(value.type, [], [], alignment=alignment).result
+                memref.CopyOp(value, fresh)
+            ret.operands[i] = fresh
+            copied += 1
+    return copied
 
 
 MEMPLAN = ("func.func(buffer-hoisting,buffer-loop-hoisting,"

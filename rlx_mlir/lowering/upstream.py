@@ -49,12 +49,21 @@ _MATH = "convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm"
 _LLVM = ("expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-to-llvm,"
          "reconcile-unrealized-casts,canonicalize,cse")
 
+
+def _copy_repeated_results(module: Any) -> None:
+    """A buffer returned twice gets a copy per repeat (:func:`schedules.copy_repeated_results`)."""
+    from rlx_mlir.lowering.schedules import copy_repeated_results
+
+    copy_repeated_results(module)
+
+
 NAIVE_PIPELINE: list[Stage] = [
     Stage("fuse", "func.func(convert-elementwise-to-linalg,linalg-fuse-elementwise-ops),"
           "canonicalize,cse"),
     Stage("bufferize",
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},canonicalize,cse"),
+    Stage("distinct-results", "python:copy-repeated-results", _copy_repeated_results),
     Stage("out-params",
           "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},"
           "canonicalize"),
