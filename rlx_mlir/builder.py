@@ -482,7 +482,12 @@ class Builder:
         array = np.asarray(value, dtype=NUMPY_DTYPES[dtype] if dtype else None)
         if array.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
             array = array.astype(np.float32)
-        return self.emit("constant", value=to_attr(array))  # type: ignore[return-value]
+        try:
+            attr = to_attr(array)
+        except TypeError as e:  # complex constants: rlx has none
+            raise RlxError(f"{e} (a complex tensor combines with other tensors only)",
+                           loc=loc_from_attr(_user_location())) from None
+        return self.emit("constant", value=attr)  # type: ignore[return-value]
 
     def full(self, shape: Sequence[int], value: float, dtype: str = "f32") -> Tensor:
         return self.constant(np.full(tuple(shape), value, dtype=NUMPY_DTYPES[dtype]))

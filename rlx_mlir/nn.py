@@ -142,12 +142,12 @@ def conv2d(x: Tensor, w: Tensor, bias: Tensor | None = None, stride=(1, 1), padd
 
 
 def max_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
-    return _b(x).max_pool2d(x, kernel=_hw(kernel), stride=_hw(stride or kernel),
+    return _b(x).max_pool2d(x, kernel=_hw(kernel), stride=_hw(kernel if stride is None else stride),
                             padding=_hw(padding))
 
 
 def avg_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
-    return _b(x).avg_pool2d(x, kernel=_hw(kernel), stride=_hw(stride or kernel),
+    return _b(x).avg_pool2d(x, kernel=_hw(kernel), stride=_hw(kernel if stride is None else stride),
                             padding=_hw(padding))
 
 

@@ -557,12 +557,8 @@ def test_jit_rejects_mismatched_matmul_and_broadcast_shapes():
         rlx.jit(lambda a, b: a + b)(np.ones((2, 3), np.float32), np.ones((4,), np.float32))
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "Builder.constant encodes its value (dialects/base.dense_attr: TypeError for complex) "
-    "before calling Builder.emit, outside the try that turns TypeErrors into located "
-    "RlxErrors; passing the array to emit (value=array) would fix it (rlx_mlir/builder.py)"))
 def test_complex_argument_times_a_python_float_is_an_rlx_error():
-    with pytest.raises(rlx.RlxError):
+    with pytest.raises(rlx.RlxError, match="constants of dtype complex64 are not supported"):
         rlx.jit(lambda t: t * 2.0)(np.ones((2, 3), np.complex64))
 
 

@@ -167,13 +167,11 @@ def test_invalid_pool_parameters_are_rlx_errors(kernel, stride, padding):
             rlx.jit(lambda a, pool=pool: pool(a, kernel, stride, padding))(x)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "rlx.nn.max_pool2d / avg_pool2d take stride=0 as 'no stride given' (stride or kernel), "
-    "so an int stride 0 silently means stride = kernel; torch rejects it (rlx_mlir/nn.py)"))
 def test_pool_stride_zero_is_an_rlx_error():
     x = np.ones((1, 1, 4, 4), np.float32)
-    with pytest.raises(rlx.RlxError):
-        rlx.jit(lambda a: rlx.nn.max_pool2d(a, 2, stride=0))(x)
+    for pool in (rlx.nn.max_pool2d, rlx.nn.avg_pool2d):
+        with pytest.raises(rlx.RlxError, match="'stride' entries must be >= 1"):
+            rlx.jit(lambda a, pool=pool: pool(a, 2, stride=0))(x)
 
 
 def test_max_pool_ties_go_to_the_first_maximum_like_torch():
