@@ -23,9 +23,9 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -35,6 +35,9 @@ from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.dialects.base import FLOAT_DTYPES, NUMPY_DTYPES
 from rlx_mlir.ir import find_func, to_text
+
+if TYPE_CHECKING:
+    from rlx_mlir.runtime.jit import Executable
 
 _DTYPE_NAMES = {v: k for k, v in NUMPY_DTYPES.items()}
 
@@ -76,19 +79,50 @@ def flatten(tree: Any, path: str = "") -> tuple[list[tuple[str, Any]], TreeDef]:
 
 def unflatten(tree: TreeDef, leaves: list[Any]) -> Any:
     """The pytree of structure ``tree`` holding ``leaves`` (the inverse of ``flatten``)."""
-    it = iter(leaves)
+    if tree.kind == "leaf":
+        return leaves[0]
+    return _build(tree, iter(leaves))
 
-    def build(d: TreeDef) -> Any:
-        if d.kind == "leaf":
-            return next(it)
-        if d.kind == "none":
-            return None
-        items = [build(c) for c in d.children]
-        if d.kind == "dict":
-            return dict(zip(d.keys, items, strict=True))
-        return tuple(items) if d.kind == "tuple" else items
 
-    return build(tree)
+def _build(d: TreeDef, leaves: Iterator[Any]) -> Any:
+    if d.kind == "leaf":
+        return next(leaves)
+    if d.kind == "none":
+        return None
+    items = [_build(c, leaves) for c in d.children]
+    if d.kind == "dict":
+        return dict(zip(d.keys, items, strict=True))
+    return tuple(items) if d.kind == "tuple" else items
+
+
+_TRACED = object()
+"""The key of a traced Tensor leaf (never cached: such a call is inlined)."""
+
+
+def _call_key(args: tuple, arrays: list[Any]) -> tuple:
+    """A hashable key of what a trace of ``args`` depends on (their structure, as
+    ``flatten`` sees it, and each leaf's shape and dtype), appending the leaves to
+    ``arrays`` (numpy arrays as they are, other numbers through :func:`_as_array`)."""
+    return tuple([_tree_key(arg, arrays) for arg in args])
+
+
+def _tree_key(tree: Any, arrays: list[Any]) -> Any:
+    if type(tree) is np.ndarray:
+        arrays.append(tree)
+        return tree.shape, tree.dtype
+    if isinstance(tree, dict):
+        keys = tuple(sorted(tree))
+        return "dict", keys, tuple([_tree_key(tree[k], arrays) for k in keys])
+    if isinstance(tree, (list, tuple)):
+        return type(tree).__name__, tuple([_tree_key(item, arrays) for item in tree])
+    if tree is None:
+        return None
+    if isinstance(tree, Tensor):
+        arrays.append(tree)
+        return _TRACED
+    array = _as_array(tree)
+    arrays.append(array)
+    return array.shape, array.dtype
 
 
 def _as_array(value: Any) -> np.ndarray:
@@ -274,21 +308,32 @@ def _inline(builder: Builder, module: ModuleOp, entry: str, leaves: Sequence[Any
     return mirror_prepared(builder, block, operands, prepare=False)
 
 
-def positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
+def positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any],
+               signature: inspect.Signature | None = None) -> tuple:
     """``fn``'s arguments as one positional tuple (keyword arguments bound to their
     parameters, as JAX's ``jit`` traces them); keyword-only parameters are an error.
+    ``signature`` is ``fn``'s (:func:`python_signature`), if known.
 
     >>> positional(lambda x, scale=1.0: x, (1,), {"scale": 2.0})
     (1, 2.0)
     """
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound = (signature or inspect.signature(fn)).bind(*args, **kwargs)
     except (TypeError, ValueError) as e:
         raise RlxError(f"cannot call {getattr(fn, '__name__', 'the function')}: {e}") from None
     if bound.kwargs:
         raise RlxError("keyword-only parameters are not supported by rlx's transformations "
                        f"({', '.join(bound.kwargs)}): make them positional or close over them")
     return tuple(bound.args)
+
+
+def python_signature(fn: Callable) -> inspect.Signature | None:
+    """``inspect.signature(fn)`` (tens of us: computed once per function), or None when
+    there is none (:func:`positional` then names the error)."""
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
 
 
 class Transformed:
@@ -303,6 +348,8 @@ class Transformed:
         self.params = params
         self.name = name or getattr(fn, "__name__", "main").replace("<lambda>", "fn")
         self._cache: dict[tuple, tuple[Traced, str, Any, Any]] = {}
+        self._native: dict[Any, _NativeCall] = {}
+        """:func:`_call_key` of the arguments -> their native call, outside any trace."""
 
     def lower(self, *args: Any) -> Traced:
         """The rlx module (after the transformation) for these example arguments."""
@@ -324,9 +371,22 @@ class Transformed:
         """The leaves passed to the transformed entry: the arguments', then the captures."""
         return [leaf for _, leaf in flatten(list(args))[0]] + traced.captures
 
+    @functools.cached_property
+    def _fn_signature(self) -> inspect.Signature | None:
+        return python_signature(self.fn)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            args = positional(self.fn, args, kwargs)
+            args = positional(self.fn, args, kwargs, self._fn_signature)
+        if not getattr(_TRACING, "stack", None):  # the common case: a native call seen before
+            arrays: list[Any] = []
+            native = self._native.get(_call_key(args, arrays))
+            if native is not None:
+                return native(args, arrays)
+        return self._first_call(args)
+
+    def _first_call(self, args: tuple) -> Any:
+        """A call inside a trace (inlined), or the first native call of a signature."""
         traced, entry, finish, executable = self._prepare(args)
         outer = _inside_trace(args)
         if outer is not None:
@@ -337,16 +397,36 @@ class Transformed:
 
             executable = jit_compile(traced.module, entry=entry)
             self._cache[_signature(args)] = (traced, entry, finish, executable)
-        leaves, _ = flatten(list(args))
-        outs = executable(*self._extra_inputs([_as_array(v) for _, v in leaves], traced, entry))
-        return finish(list(outs), args, traced)
+        arrays: list[Any] = []
+        key = _call_key(args, arrays)
+        native = _NativeCall(executable, _seeds(traced, entry, len(arrays)), finish, traced)
+        if not traced.captures:
+            self._native[key] = native
+        return native(args, arrays)
 
-    def _extra_inputs(self, arrays: list[np.ndarray], traced: Traced, entry: str):
-        f = find_func(traced.module, entry)
-        extra = len(f.function_type.inputs.data) - len(arrays)
-        seeds = [np.ones(tuple(t.get_shape()), NUMPY_DTYPES[_name(t)])
-                 for t in list(f.function_type.inputs.data)[len(arrays):]]
-        return arrays + seeds[:extra]
+
+def _seeds(traced: Traced, entry: str, n_leaves: int) -> tuple[np.ndarray, ...]:
+    """Ones for ``entry``'s inputs after the argument leaves (a gradient's cotangent seed),
+    read-only: one set is passed to every call."""
+    inputs = list(find_func(traced.module, entry).function_type.inputs.data)[n_leaves:]
+    seeds = tuple(np.ones(tuple(t.get_shape()), NUMPY_DTYPES[_name(t)]) for t in inputs)
+    for seed in seeds:
+        seed.flags.writeable = False
+    return seeds
+
+
+@dataclass(frozen=True)
+class _NativeCall:
+    """What a native call of one signature needs: the executable, the seeds passed after
+    the argument leaves, and how its outputs become the result."""
+
+    executable: Executable
+    seeds: tuple[np.ndarray, ...]
+    finish: Callable[[list[Any], Sequence[Any], Traced], Any]
+    traced: Traced
+
+    def __call__(self, args: Sequence[Any], arrays: list[Any]) -> Any:
+        return self.finish(list(self.executable(*arrays, *self.seeds)), args, self.traced)
 
 
 def _name(t) -> str:
@@ -384,9 +464,13 @@ class _StaticDispatch:
         self.fn, self.statics, self.make = fn, statics, make
         self._by_value: dict[tuple, Transformed] = {}
 
+    @functools.cached_property
+    def _fn_signature(self) -> inspect.Signature | None:
+        return python_signature(self.fn)
+
     def _split(self, args: tuple, kwargs: dict) -> tuple[Transformed, tuple]:
         if kwargs:
-            args = positional(self.fn, args, kwargs)
+            args = positional(self.fn, args, kwargs, self._fn_signature)
         where = _resolve_argnums(self.statics, len(args), "jit: static_argnums")
         values = tuple(args[i] for i in where)
         try:

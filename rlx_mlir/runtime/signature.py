@@ -85,6 +85,12 @@ class Signature:
     def bind(self, positional: Sequence[Any], named: Mapping[str, Any]) -> list[np.ndarray]:
         """Match positional and named numpy arguments; :class:`ArgumentError` (an
         ``RlxError`` and a ``ValueError``) on any mismatch."""
+        values = self.arrange(positional, named)
+        return [self._check(a, v) for a, v in zip(self.args, values, strict=True)]
+
+    def arrange(self, positional: Sequence[Any], named: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The arguments in order, unchecked (:class:`ArgumentError` if one is missing,
+        unknown, given twice or too many)."""
         if len(positional) > len(self.args):
             raise ArgumentError(
                 f"@{self.name} takes {len(self.args)} arguments, got {len(positional)}"
@@ -95,10 +101,10 @@ class Signature:
             if index in values:
                 raise ArgumentError(f"argument '{key}' of @{self.name} given twice")
             values[index] = value
-        missing = [a.name for i, a in enumerate(self.args) if i not in values]
-        if missing:
+        if len(values) < len(self.args):
+            missing = [a.name for i, a in enumerate(self.args) if i not in values]
             raise ArgumentError(f"@{self.name}: missing argument(s) {', '.join(missing)}")
-        return [self._check(a, values[i]) for i, a in enumerate(self.args)]
+        return tuple([values[i] for i in range(len(self.args))])
 
     @functools.cached_property
     def _positions(self) -> dict[str, list[int]]:

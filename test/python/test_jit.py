@@ -199,8 +199,8 @@ def simple_module():
 
 
 def test_repeated_calls_follow_in_place_updates_and_new_arrays():
-    """An input passed again keeps its pointer (not looked up per call): in-place updates
-    of it are seen, and a new array -- or one at a freed array's address -- is pointed to."""
+    """An input passed again is pointed to again: in-place updates of it are seen, and a
+    new array -- or one at a freed array's address -- is pointed to."""
     import gc
 
     f = jit_compile(simple_module())
