@@ -145,6 +145,10 @@ class Signature:
     def _converted(self, arg: Arg, array: np.ndarray) -> np.ndarray:
         """A Python scalar or list as ``arg``'s dtype; values it cannot hold (an integer
         out of range, a fraction for an integer argument) are an error, not wrapped."""
+        if array.dtype.kind not in "iufb":  # strings, objects, complex: no conversion
+            raise ArgumentError(
+                f"argument '{arg.name}' of @{self.name}: expected dtype {arg.dtype} "
+                f"({arg.dtype_name}), got {array.dtype} ({array.tolist()!r})")
         converted = array.astype(arg.dtype)
         if arg.dtype.kind in "iub" and array.dtype.kind in "iufb" and \
                 np.any(converted.astype(array.dtype) != array):
