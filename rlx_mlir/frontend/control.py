@@ -40,9 +40,9 @@ from rlx_mlir.frontend.tracing import (
     TreeDef,
     _active,
     _as_array,
-    _enclosing_builders,
     flatten,
     jit,
+    require_enclosing,
     unflatten,
 )
 
@@ -162,10 +162,7 @@ class _Capture:
         self._args: dict[SSAValue, Tensor] = {}
 
     def __call__(self, t: Tensor) -> Tensor:
-        if not any(t.builder.block is b.block for b in _enclosing_builders(self.outer)):
-            raise _error("a traced value was used outside the trace it belongs to (it escaped "
-                         "a finished trace or control-flow body, e.g. through a global); pass "
-                         "it as an argument instead")
+        require_enclosing(t, self.outer)
         if not self.explicit:
             return self.outer.wrap(self.outer._value(t))
         if t.value not in self._args:

@@ -31,8 +31,8 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from rlx_mlir.builder import Builder, Tensor
-from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.builder import Builder, Tensor, _user_location
+from rlx_mlir.diagnostics import RlxError, loc_from_attr
 from rlx_mlir.dialects.base import FLOAT_DTYPES, NUMPY_DTYPES
 from rlx_mlir.ir import find_func, to_text
 
@@ -192,15 +192,22 @@ class _Closure:
         self._args: dict[SSAValue, Tensor] = {}
 
     def __call__(self, t: Tensor) -> Tensor:
-        if not any(t.builder.block is b.block for b in _enclosing_builders(self.outer)):
-            raise RlxError("a traced value was used outside the trace it belongs to (it "
-                           "escaped a finished or inner trace, e.g. through a global or a "
-                           "closure); pass it as an argument instead")
+        require_enclosing(t, self.outer)
         if t.value not in self._args:
             name = f"captured_{len(self.captures)}"
             self._args[t.value] = self.builder.input(name, t.shape, t.dtype)
             self.captures.append(t)
         return self._args[t.value]
+
+
+def require_enclosing(t: Tensor, outer: Builder | None) -> None:
+    """A located error unless ``t`` belongs to ``outer`` or a trace it is nested in (a
+    ``Builder.capture`` hook may only capture those)."""
+    if not any(t.builder.block is b.block for b in _enclosing_builders(outer)):
+        raise RlxError("a traced value was used outside the trace it belongs to (it escaped "
+                       "a finished trace or a control-flow body, e.g. through a global or a "
+                       "closure); pass it as an argument instead",
+                       loc=loc_from_attr(_user_location()))
 
 
 def _enclosing_builders(builder: Builder | None) -> list[Builder]:
