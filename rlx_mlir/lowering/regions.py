@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, bufferization, scf, tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, TensorType
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 
 from rlx_mlir.dialects.base import shape_of
 from rlx_mlir.lowering.emitter import Emitter
@@ -107,11 +107,36 @@ def first_element(e: Emitter, x: SSAValue) -> SSAValue:
 def in_place(e: Emitter, values: Sequence[SSAValue], args: Sequence[SSAValue]) -> Values:
     """Each new tensor value written into its loop-carried block argument
     (``bufferization.materialize_in_destination``): One-Shot Bufferize needs a loop's
-    yielded buffers to be equivalent to its iteration arguments."""
+    yielded buffers to be equivalent to its iteration arguments (see
+    :func:`drop_nested_materializations` for a loop nested in the body)."""
     return [e.emit(bufferization.MaterializeInDestinationOp(
                 operands=[value, arg], result_types=[[arg.type]]))
             if value is not arg and isinstance(arg.type, TensorType) else value
             for value, arg in zip(values, args, strict=True)]
+
+
+def _carried_from(value: SSAValue, arg: SSAValue) -> bool:
+    """``value`` is ``arg``, or the result of loops whose iteration started from ``arg``
+    (each loop of this module writes its results into its iteration arguments)."""
+    while value is not arg:
+        owner = value.owner
+        if not isinstance(value, OpResult) or not isinstance(owner, (scf.ForOp, scf.WhileOp)):
+            return False
+        inits = owner.iter_args if isinstance(owner, scf.ForOp) else owner.arguments
+        value = inits[value.index]
+    return True
+
+
+def drop_nested_materializations(root: Operation) -> None:
+    """Remove each ``materialize_in_destination`` of a loop's result into the value that
+    loop started from: a scan nested in a scan body already wrote there, and writing it
+    again is a read-after-write conflict One-Shot Bufferize cannot resolve."""
+    for op in list(root.walk()):
+        if isinstance(op, bufferization.MaterializeInDestinationOp) and \
+                _carried_from(op.source, op.dest):
+            op.result.replace_all_uses_with(op.source)
+            op.detach()
+            op.erase()
 
 
 

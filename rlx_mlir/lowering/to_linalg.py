@@ -20,6 +20,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.lowering.emitter import Emitter
+from rlx_mlir.lowering.regions import drop_nested_materializations
 from rlx_mlir.rules import LOWER
 from rlx_mlir.transforms import register_pass
 
@@ -54,6 +55,7 @@ def lower_module(module: ModuleOp) -> None:
     while True:
         pending = [op for op in module.walk() if is_rlx(op)]
         if not pending:
+            drop_nested_materializations(module)
             return
         for op in pending:
             if _attached(op, module):

@@ -408,6 +408,36 @@ def _reverse_walk(walk: _Walk, ops: list[Operation]) -> None:
                 walk.add(operand, g, op)
 
 
+def vjp_block(builder: Builder, source: Block, primals: Sequence[Tensor],
+              cotangents: Sequence[Tensor | None]) -> list[Tensor | None]:
+    """Reverse mode through ``source`` at ``primals``, emitted after the builder's block:
+    the block's ops (prepared for AD), then their VJPs seeded with one cotangent per
+    result (None = zero). Returns one cotangent per primal (None: none reaches it; a
+    value passed twice gets its total once). How a VJP rule differentiates an op through
+    a decomposition into ops that have rules.
+
+    >>> fn = b.region([x.type], lambda fb, x: fb.tanh(x))        # doctest: +SKIP
+    >>> (dx,) = vjp_block(b, fn.block, [x], [g])                  # g * (1 - tanh(x)^2)
+    """
+    mark = builder.block.last_op
+    outputs = mirror_prepared(builder, source, primals)
+    emitted = list(builder.block.ops)
+    if mark is not None:
+        emitted = emitted[emitted.index(mark) + 1:]
+    values = [p.value for p in primals]
+    active = set(values)
+    for op in emitted:
+        if any(v in active for v in [*op.operands, *values_from_above(op)]):
+            active.update(op.results)
+    walk = _Walk(VjpContext(builder, frozenset(active)))
+    for out, g in zip(outputs, cotangents, strict=True):
+        if g is not None:
+            walk.add(out.value, g, source.last_op)
+    _reverse_walk(walk, emitted)
+    return [walk.cotangents.get(v) if v not in values[:i] else None
+            for i, v in enumerate(values)]
+
+
 def _grad_of(walk: _Walk, f: func.FuncOp, arg: SSAValue, index: int,
              options: GradOptions) -> Tensor:
     g = walk.cotangents.get(arg)

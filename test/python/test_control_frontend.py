@@ -181,6 +181,23 @@ def test_nested_scans_close_over_the_outer_weight():
     check(make, W, H0, YS, grad_argnums=(0, 1, 2))
 
 
+def test_a_loop_body_returning_an_inner_loops_carry_as_is():
+    """The inner loop's result is the outer carry itself (no op in between): it is
+    already in the outer loop's buffer, as One-Shot Bufferize needs."""
+    def make(lib, c):
+        def loss(w, h, xs):
+            def outer(h, x):
+                h, _ = c.scan(lambda g, _: (lib.tanh(g @ w + x), None), h, None, length=2)
+                return h, None
+            h, _ = c.scan(outer, h, xs)
+            h = c.fori_loop(0, 2, lambda i, g: c.scan(
+                lambda a, x: (lib.tanh(a + x), None), g, xs)[0], h)
+            return (h ** 2).sum()
+        return loss
+
+    check(make, W, H0, XS, grad_argnums=(0, 1, 2))
+
+
 def test_grad_inside_a_scan_body_closes_over_both_traces():
     """An inner optimisation loop: each step is a gradient step of a closure over w (the
     outer trace) and x (the scan body)."""

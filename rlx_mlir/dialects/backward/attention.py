@@ -1076,3 +1076,25 @@ def _jvp_of_jvp_op(ctx: JvpContext, op: RlxOp, *tangents: Tensor | None) -> list
     fn = ctx.b.region([x.type for x in inputs],
                       lambda fb, *xs: _jvp_op_as_primitives(fb, op, xs))
     return jvp_block(ctx.b, fn.block, inputs, list(tangents))[1]
+
+
+# ---------------------------------------------------------------- VJP rules of the gradient ops
+# Reverse over reverse (a gradient penalty, a Hessian by grad of grad): the op's function is
+# emitted as primitive ops, as above, and differentiated by the reverse walk. A custom
+# key-padding mask gets no cotangent, as on rlx.attention.
+
+
+@VJP.register(AttentionBackwardOp, AttentionBackwardJvpOp)
+def _vjp_by_primitives(ctx: VjpContext, op: RlxOp, g: Tensor) -> list[Tensor | None]:
+    """The cotangents of the op re-derived from primitive ops, differentiated in reverse."""
+    from rlx_mlir.transforms.autodiff import vjp_block
+
+    inputs = ctx.inputs(op)
+    as_primitives = (_primal_as_primitives if isinstance(op, AttentionBackwardOp)
+                     else _jvp_op_as_primitives)
+    fn = ctx.b.region([x.type for x in inputs], lambda fb, *xs: as_primitives(fb, op, xs))
+    grads = vjp_block(ctx.b, fn.block, inputs, [g])
+    masks = len(op.masks) if isinstance(op, AttentionBackwardJvpOp) else len(op.operands) - 4
+    if masks and op.attr("mask_kind", "none") != "bias":
+        grads[len(grads) - masks:] = [None] * masks
+    return grads

@@ -35,7 +35,7 @@ from rlx_mlir.dialects.control import (
     run_region,
     trajectory_rows,
 )
-from rlx_mlir.rules import INTERPRET, JVP, VMAP
+from rlx_mlir.rules import INTERPRET, JVP, VJP, VMAP
 
 if TYPE_CHECKING:
     from rlx_mlir.builder import Builder, Tensor
@@ -325,3 +325,95 @@ def _lower_scan_backward(op: ScanBackwardOp, e, init, traj, upstream, *xs):
 @LOWER.register(ScanBackwardXsOp)
 def _lower_scan_backward_xs(op: ScanBackwardXsOp, e, init, traj, upstream, *xs):
     return backward_loop(op, e, init, traj, upstream, xs, op.attr("xs_idx"))[1]
+
+
+# ---------------------------------------------------------------- VJP rules (reverse over reverse)
+# The reverse sweep re-expressed as rlx.scan ops (the frontend's jax.lax-style scan, traced
+# into a scratch block), then differentiated by the reverse walk, so the gradient of a
+# gradient through a scan reuses rlx.scan's own VJP. The carries entering each step are
+# read from the trajectory or, when checkpointed, recomputed by a forward scan of
+# forward_body restarted at every stored carry (its anchors are gathered from init and the
+# trajectory, so their cotangents reach both).
+
+
+def _entering_carries(b: Builder, op: ScanBackwardBase, init: Tensor, traj: Tensor,
+                      xs: Sequence[Tensor]) -> Tensor:
+    """``[length, *C]``: the carry entering each step of the forward scan."""
+    from rlx_mlir.frontend.control import scan
+
+    length, k = op.attr("length"), op.attr("num_checkpoints", 0)
+    first = b.reshape(init, (1, *init.shape))
+    if trajectory_rows(length, k) == length:
+        if length == 1:
+            return first
+        return b.concat(first, b.narrow(traj, axis=0, start=0, length=length - 1), axis=0)
+    stored = checkpoint_steps(length, k)
+    segment = [next(i for i, s in enumerate(stored) if s >= t) for t in range(length)]
+    restarts = np.array([t == 0 or segment[t] != segment[t - 1] for t in range(length)])
+    anchors = b.concat(first, traj, axis=0)[np.array(segment)]
+    forward = op.bodies[1].block
+
+    def step(carry: Tensor, per_step: tuple) -> tuple[Tensor, Tensor]:
+        restart, anchor, *x_t = per_step
+        entering = carry.builder.where(restart, anchor, carry)
+        return _inline(forward, [entering, *x_t])[0], entering
+
+    return scan(step, init, (b.constant(restarts), anchors, *xs))[1]
+
+
+def _step_upstream(b: Builder, op: ScanBackwardBase, upstream: Tensor) -> Tensor:
+    """``[length, *C]``: the upstream row added to dcarry at each step (0 if not stored)."""
+    length, k = op.attr("length"), op.attr("num_checkpoints", 0)
+    if trajectory_rows(length, k) == length:
+        return upstream
+    rows = {s: r for r, s in enumerate(checkpoint_steps(length, k))}
+    zero = b.full((1, *upstream.shape[1:]), 0.0, upstream.dtype)
+    padded = b.concat(upstream, zero, axis=0)
+    return padded[np.array([rows.get(t, k) for t in range(length)])]
+
+
+def _inline(block: Block, args: Sequence[Tensor]) -> list[Tensor]:
+    from rlx_mlir.transforms.autodiff import mirror_prepared
+
+    return mirror_prepared(args[0].builder, block, args, prepare=False)
+
+
+def _sweep_as_scans(b: Builder, op: ScanBackwardBase, init: Tensor, traj: Tensor,
+                    upstream: Tensor, *xs: Tensor) -> Tensor:
+    """The op's result computed by rlx.scan ops (``b`` is the innermost trace meanwhile)."""
+    from rlx_mlir.frontend.control import scan
+
+    index = op.attr("xs_idx") if isinstance(op, ScanBackwardXsOp) else None
+    body_vjp = op.bodies[0].block
+
+    def step(dcarry: Tensor, per_step: tuple) -> tuple[Tensor, Tensor | None]:
+        carry, u, *x_t = per_step
+        outs = _inline(body_vjp, [carry, *x_t, dcarry + u])
+        return outs[0], None if index is None else outs[1 + index]
+
+    per_step = (_entering_carries(b, op, init, traj, xs), _step_upstream(b, op, upstream), *xs)
+    zeros = b.full(init.shape, 0.0, init.dtype)
+    dcarry, dxs = scan(step, zeros, per_step, reverse=True)
+    return dcarry if index is None else dxs
+
+
+def _vjp_scan_backward(ctx, op: ScanBackwardBase, g: Tensor) -> list[Tensor | None]:
+    """The reverse sweep as rlx.scan ops, differentiated in reverse."""
+    from rlx_mlir.frontend.tracing import _active
+    from rlx_mlir.transforms.autodiff import vjp_block
+
+    inputs = ctx.inputs(op)
+
+    def as_scans(fb: Builder, *operands: Tensor) -> Tensor:
+        stack = _active()
+        stack.append(fb)
+        try:
+            return _sweep_as_scans(fb, op, *operands)
+        finally:
+            stack.pop()
+
+    fn = ctx.b.region([x.type for x in inputs], as_scans)
+    return vjp_block(ctx.b, fn.block, inputs, [g])
+
+
+VJP.register(ScanBackwardOp, ScanBackwardXsOp)(_vjp_scan_backward)
