@@ -327,7 +327,7 @@ class Engine:
     def function_address(self, name: str) -> int:
         """Address of ``name``'s C interface (``_mlir_ciface_<name>``); with the
         ExecutionEngine, of its packed wrapper (one ``void**`` argument)."""
-        address = self._lookup("_mlir_ciface_" + name)
+        address = self._lookup("_mlir_ciface_" + SYMBOL_PREFIX + name)
         if not address:
             raise RlxError(f"compiled module has no C interface for @{name}")
         return address
@@ -510,7 +510,8 @@ def _lower(module: ModuleOp, key: str) -> Engine:
     public = [op for op in module.ops if _is_public_func(op)]
     signatures = {f.sym_name.data: Signature.of(f) for f in public}
     unique = module.clone()
-    result_maps = {f.sym_name.data: dedupe_results(f)
+    prefix_function_symbols(unique)
+    result_maps = {f.sym_name.data.removeprefix(SYMBOL_PREFIX): dedupe_results(f)
                    for f in unique.ops if _is_public_func(f)}
     phases: Phases = {}
     llvm_text = lower_to_llvm(unique, phases=phases)
@@ -519,6 +520,30 @@ def _lower(module: ModuleOp, key: str) -> Engine:
                     phases=phases)
     engine.timings["lowering_s"] = time.perf_counter() - started
     return engine
+
+
+SYMBOL_PREFIX = "rlx_fn__"
+"""Prefix of each defined function's symbol in native code, so that a function named like
+a C library routine the generated code calls (``exp``, ``tanh``, ``malloc``) does not
+take its place (the calls would resolve to the user's function)."""
+
+
+def prefix_function_symbols(module: ModuleOp) -> None:
+    """Prefix every function defined in ``module`` with :data:`SYMBOL_PREFIX`, and the
+    references to it, in place (declarations of external functions keep their names)."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
+
+    defined = {op.sym_name.data for op in module.ops
+               if isinstance(op, func.FuncOp) and op.body.blocks}
+    for op in module.walk():
+        if isinstance(op, func.FuncOp) and op.sym_name.data in defined and op.parent_op() is module:
+            op.sym_name = StringAttr(SYMBOL_PREFIX + op.sym_name.data)
+        for table in (op.attributes, op.properties):
+            for key, attr in table.items():
+                if isinstance(attr, SymbolRefAttr) and not attr.nested_references.data \
+                        and attr.root_reference.data in defined:
+                    table[key] = SymbolRefAttr(SYMBOL_PREFIX + attr.root_reference.data)
 
 
 def dedupe_results(f: Any) -> list[int]:

@@ -266,3 +266,46 @@ def test_compile_accepts_what_lower_returns():
     gradient = rlx.compile(loss, entry=f"{loss.name}_grad")
     want = np.tanh(x) + x * (1 - np.tanh(x) ** 2)
     np.testing.assert_allclose(gradient(x, np.float32(1))[1], want, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- symbol names
+
+LIBM_NAMES_SCRIPT = """
+    import sys
+    import numpy as np, rlx_mlir as rlx
+    for name in sys.argv[1:]:
+        fn = lambda a: rlx.nn.exp(a) + rlx.nn.tanh(a) * rlx.nn.log(a) + rlx.nn.gelu(a) + a ** 1.5
+        fn.__name__ = fn.__qualname__ = name
+        for dtype in (np.float32, np.float64):
+            a = np.array([0.5, 2.0], dtype)
+            want = np.exp(a) + np.tanh(a) * np.log(a) + a ** 1.5
+            got = rlx.jit(fn)(a) - rlx.jit(rlx.nn.gelu)(a)
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+    print("ok")
+"""
+
+
+def test_functions_named_like_c_library_routines_do_not_replace_them():
+    """``def exp(a)`` compiled natively: the generated code's own calls to libm's exp (and
+    malloc, free ...) still reach libm, not the user's function (which used to recurse
+    until the stack overflowed)."""
+    names = ["exp", "expf", "log", "logf", "tanh", "pow", "powf", "erf", "malloc", "free",
+             "memcpy", "main"]
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(LIBM_NAMES_SCRIPT), *names],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "RLX_CACHE_DIR": "off"})
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_rlx_run_of_a_function_named_exp(tmp_path):
+    source = tmp_path / "exp.mlir"
+    source.write_text("func.func @exp(%x: tensor<2xf64>) -> tensor<2xf64> {\n"
+                      "  %y = rlx.exp %x : (tensor<2xf64>) -> tensor<2xf64>\n"
+                      "  func.return %y : tensor<2xf64>\n}\n")
+    np.save(tmp_path / "x.npy", np.array([0.0, 1.0]))
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "rlx-run"),
+                           str(source), "--input", f"x={tmp_path / 'x.npy'}"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "RLX_CACHE_DIR": "off"})
+    assert done.returncode == 0, done.stderr
+    assert "2.718282" in done.stdout
