@@ -85,11 +85,15 @@ def _pair(x: Tensor | float, y: Tensor | float, like: Tensor | None = None,
     return _pair(base, y)
 
 
-def where(cond: Tensor, x: Tensor | float, y: Tensor | float) -> Tensor:
-    """``x`` where ``cond`` else ``y`` (either may be a number or a numpy array)."""
+def where(cond: Tensor | np.ndarray, x: Tensor | float, y: Tensor | float) -> Tensor:
+    """``x`` where ``cond`` else ``y`` (each may be a number or a numpy array; at least one
+    is a traced tensor)."""
     if not isinstance(cond, Tensor):
-        raise RlxError("where: the condition must be a traced tensor",
-                       loc=loc_from_attr(_user_location()))
+        like = next((v for v in (x, y) if isinstance(v, Tensor)), None)
+        if like is None:
+            raise RlxError("where: expected at least one traced tensor among cond, x and y",
+                           loc=loc_from_attr(_user_location()))
+        cond = like.builder.constant(np.asarray(cond, dtype=bool))
     tx, ty = _pair(x, y, like=cond)
     return _b(cond, tx, ty).where(cond, tx, ty)
 
@@ -159,13 +163,30 @@ def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean",
     if reduction not in ("none", "mean", "sum"):
         raise RlxError(f"cross_entropy: reduction={reduction!r} must be one of "
                        "none, mean, sum", loc=loc_from_attr(_user_location()))
-    per_row = _b(logits, labels).softmax_cross_entropy(logits, labels)
+    b = _b(logits, labels)
+    labels = _integer_labels(b, labels)
+    per_row = b.softmax_cross_entropy(logits, labels)
     if ignore_index is not None:
         kept = labels != ignore_index
         per_row = where(kept, per_row, 0.0)
         if reduction == "mean":
             return per_row.sum() / maximum(kept.astype(per_row.dtype).sum(), 1.0)
     return {"none": lambda: per_row, "mean": per_row.mean, "sum": per_row.sum}[reduction]()
+
+
+def _integer_labels(b: Builder, labels: Tensor | np.ndarray) -> Tensor:
+    """``labels`` as an integer tensor of ``b`` (a numpy array becomes a constant); float
+    labels are an error, as in PyTorch, not classes read off by truncation."""
+    if not isinstance(labels, Tensor):
+        labels = np.asarray(labels)
+        if labels.dtype.kind in "iu":
+            labels = b.constant(labels.astype(np.int64 if labels.dtype.itemsize > 4 else
+                                              np.int32))
+    dtype = labels.dtype if isinstance(labels, Tensor) else str(labels.dtype)
+    if dtype not in ("i32", "i64"):
+        raise RlxError(f"cross_entropy: labels must be integer class indices; got {dtype} "
+                       "(cast with .astype('int32'))", loc=loc_from_attr(_user_location()))
+    return labels
 
 
 def rope(x: Tensor, cos: Tensor, sin: Tensor, head_dim: int, n_rot: int | None = None) -> Tensor:

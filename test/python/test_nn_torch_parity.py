@@ -87,3 +87,30 @@ def test_conv_and_pool_take_int_stride_padding_and_kernel_like_torch():
         tx, torch.tensor(w), stride=2, padding=1).numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(pooled, torch.nn.functional.max_pool2d(tx, 2).numpy())
     np.testing.assert_allclose(avg, torch.nn.functional.avg_pool2d(tx, 2).numpy(), rtol=1e-14)
+
+
+def test_cross_entropy_with_numpy_labels_closed_over_like_a_training_loop():
+    """Labels captured from the enclosing scope (a numpy batch), ignore_index on."""
+    w = RNG.standard_normal((3, 3))
+    got = rlx.grad(lambda w: rlx.nn.cross_entropy(LOGITS @ w, LABELS))(w)
+    tw = torch.tensor(w, requires_grad=True)
+    torch.nn.functional.cross_entropy(torch.tensor(LOGITS) @ tw, torch.tensor(LABELS)).backward()
+    np.testing.assert_allclose(got, tw.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("labels", [np.array([1.7, 0.2, 0.0, 1.0, 2.0], np.float32),
+                                    np.array([1.0, 0.0, 0.0, 1.0, 2.0])])
+def test_float_labels_are_an_error_not_truncated_classes(labels):
+    with pytest.raises(rlx.RlxError, match=r"test_nn_torch_parity.py:\d+:\d+: error: "
+                                           r"cross_entropy: labels must be integer"):
+        rlx.jit(lambda z, y: rlx.nn.cross_entropy(z, y, reduction="none"))(LOGITS, labels)
+    with pytest.raises(rlx.RlxError, match="labels must be integer"):
+        rlx.jit(lambda z: rlx.nn.cross_entropy(z, labels))(LOGITS)
+
+
+def test_where_takes_a_numpy_condition():
+    keep = np.array([True, False, True])
+    got = rlx.jit(lambda a: rlx.nn.where(keep, a, 0.0))(np.arange(3.0) + 1)
+    np.testing.assert_array_equal(got, [1.0, 0.0, 3.0])
+    with pytest.raises(rlx.RlxError, match="at least one traced tensor"):
+        rlx.jit(lambda a: rlx.nn.where(keep, 1.0, 0.0) + a)(np.ones(3))
