@@ -250,9 +250,10 @@ class WhileOp(RlxOp):
     """``while cond(state): state = body(state)``, at most ``max_iterations`` times.
 
     Regions: ``cond`` (state -> one-element i1) and ``body`` (state -> state).
-    Under autodiff the loop is unrolled ``max_iterations`` times with each step
+    Reverse-mode autodiff unrolls the loop ``max_iterations`` times with each step
     masked by ``cond`` (``s = where(cond(s), body(s), s)``), so an early exit is
-    differentiated exactly; ``max_iterations`` is then required.
+    differentiated exactly; ``max_iterations`` is then required. Forward mode (``--jvp``)
+    keeps one loop over ``[state; tangent]``, bounded or not, as JAX does.
     """
 
     name = "rlx.while"
@@ -602,6 +603,42 @@ def _jvp_scan(ctx: JvpContext, op: ScanOp, t_init, *t_inputs) -> list[Tensor | N
                       xs=[*xs, *t_xs], bcasts=[*bcasts, *t_bcasts], save_trajectory=save,
                       num_checkpoints=k)
     return [_unpack(ctx.b, pair, axis=1 if save else 0)[1]]
+
+
+@JVP.register(WhileOp)
+def _jvp_while(ctx: JvpContext, op: WhileOp, t_init: Tensor | None) -> list[Tensor | None]:
+    """A second loop carrying ``[state, tangent]`` (JAX's rule): ``cond`` reads the
+    primal half, the body is the body's JVP (values it uses from above bring their
+    tangents). No ``max_iterations`` needed and nothing unrolled."""
+    from rlx_mlir.transforms.jvp import jvp_block
+
+    (init,) = ctx.inputs(op)
+    pair = tensor((2, *init.shape), init.dtype)
+
+    def cond(b: Builder, carried: Tensor) -> Tensor:
+        return _inline(b, op.cond, [_unpack(b, carried)[0]])[0]
+
+    def body(b: Builder, carried: Tensor) -> Tensor:
+        state, t_state = _unpack(b, carried)
+        (nxt,), (t_nxt,) = jvp_block(b, op.body.block, [state], [t_state], outer=ctx)
+        return _pack(b, nxt, t_nxt if t_nxt is not None else b.full(nxt.shape, 0.0, nxt.dtype))
+
+    regions = [ctx.b.region([pair], cond), ctx.b.region([pair], body)]
+    out = ctx.b._emit_with_regions("while", [_pack(ctx.b, init, ctx.or_zeros(t_init, init))],
+                                   regions, **op.py_attrs())
+    primal, tangent = _unpack(ctx.b, out)
+    _primal_from(ctx, op, primal)
+    return [tangent]
+
+
+def _primal_from(ctx: JvpContext, copy: WhileOp, primal: Tensor) -> None:
+    """Take the primal result from the pair loop and drop the copied loop (run once)."""
+    for source, value in list(ctx.values.items()):
+        if value is copy.result:
+            ctx.values[source] = primal.value
+    copy.result.replace_all_uses_with(primal.value)
+    copy.detach()
+    copy.erase()
 
 
 @JVP.register(CustomFnOp)

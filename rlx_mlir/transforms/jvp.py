@@ -176,8 +176,8 @@ def _share_captured_tangents(ctx: JvpContext, op: Operation) -> bool:
     return shared
 
 
-# Ops differentiated through their PREPARE_AD rewrite (if -> where, while -> unrolled).
-INLINED_FOR_JVP = ("rlx.if", "rlx.while")
+# Ops differentiated through their PREPARE_AD rewrite (if -> where).
+INLINED_FOR_JVP = ("rlx.if",)
 
 
 def _prepared_block(op: Operation, operands: Sequence[Tensor]) -> Block:

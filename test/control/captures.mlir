@@ -167,12 +167,17 @@ func.func @vjp_data(%x: tensor<3xf32> {rlx.name = "x", rlx.param}, %d: tensor<3x
 // GRAD: rlx.mul %x, %[[W]]
 // GRAD: rlx.sub %x, %[[W]]
 // GRAD: func.return
+// The JVP keeps the loop (JAX's rule): one rlx.while over [state; tangent] whose body
+// reads %w and its tangent from above; the primal result comes from it too.
 // JVP-LABEL: func.func @nested_jvp(
 // JVP: %[[W:[^ ]+]] = rlx.tanh %x
 // JVP: %[[TW:[^ ]+]] = rlx.activation_backward %x, %tangent_x {kind = "tanh"}
-// JVP: rlx.mul %x, %[[W]]
-// JVP: rlx.mul %tangent_x, %[[W]]
-// JVP-NEXT: rlx.mul %[[TW]], %x
+// JVP: rlx.while %{{[^ ]+}} {max_iterations = 3 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// JVP: rlx.mul %[[S:[^,]+]], %[[W]]
+// JVP-NEXT: rlx.mul %{{[^,]+}}, %[[W]]
+// JVP-NEXT: rlx.mul %[[TW]], %[[S]]
+// JVP-NOT: rlx.while
+// JVP: func.return
 // VMAP-LABEL: func.func @nested_vmap(%x: tensor<2x3xf32>
 // VMAP: %[[W:[^ ]+]] = rlx.tanh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // VMAP: rlx.mul %x, %[[W]] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>

@@ -371,6 +371,41 @@ def test_jvp_through_scan_with_a_closure_matches_jax():
     close(rlx.jvp(ours, (W,), (np.ones_like(W),)), jax.jvp(theirs, (W,), (np.ones_like(W),)))
 
 
+def newton_sqrt(lib, c):
+    """A data-dependent number of iterations: Newton's method for sqrt(a)."""
+    return lambda a: c.while_loop(lambda x: abs(x * x - a).max() > 1e-13,
+                                  lambda x: 0.5 * (x + a / x), a)
+
+
+def test_jvp_of_an_unbounded_while_loop_matches_jax():
+    """JAX's rule: one loop over (state, tangent), cond on the state; nothing unrolled,
+    no max_iterations. A closed-over weight brings its tangent into the body."""
+    def make(lib, c):
+        def f(x, w):
+            body = lambda s: (lib.tanh(s[0] @ w) + 0.1 * x, s[1] + 1)  # noqa: E731
+            return c.while_loop(lambda s: s[1] < 7, body, (x, 0))[0]
+        return f
+    ours, theirs = both(make)
+    x, w = V[:3], W
+    for tx, tw in [(np.ones(3), np.zeros_like(w)), (np.zeros(3), np.ones_like(w)),
+                   (V, W.T)]:
+        close(rlx.jvp(ours, (x, w), (tx, tw)), jax.jvp(theirs, (x, w), (tx, tw)))
+    a = np.array([2.0, 9.0, 0.25])
+    ours, theirs = both(newton_sqrt)
+    close(rlx.jvp(ours, (a,), (np.ones(3),)), jax.jvp(theirs, (a,), (np.ones(3),)))
+    traced = rlx.trace(lambda a, t: rlx.jvp(ours, (a,), (t,)), (a, a))
+    assert rlx.to_text(traced.module).count("rlx.while") == 1  # primal and tangent: one loop
+
+
+def test_jvp_of_jvp_and_vmap_of_jvp_through_while_loop_match_jax():
+    ours, theirs = both(newton_sqrt)
+    a, t = np.array([2.0, 9.0]), np.ones(2)
+    inner = lambda f: lambda a: (rlx.jvp if f is ours else jax.jvp)(f, (a,), (t,))[1]  # noqa: E731
+    close(rlx.jvp(inner(ours), (a,), (t,)), jax.jvp(inner(theirs), (a,), (t,)))
+    batch = np.array([[2.0, 9.0], [4.0, 0.5]])
+    close(rlx.vmap(inner(ours))(batch), jax.vmap(inner(theirs))(batch))
+
+
 def test_grad_of_while_loop_without_max_iterations_is_an_error():
     with pytest.raises(RlxError, match="needs a max_iterations"):
         rlx.grad(lambda x: rlx.while_loop(lambda s: s.sum() < 5.0, lambda s: s * 1.5, x).sum()
