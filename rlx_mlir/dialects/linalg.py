@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, f32, f64
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from rlx_mlir.dialects.base import (
@@ -517,11 +517,21 @@ def _lower_reduce(op: ReduceOp, e: Any, x: Any) -> Any:
     init, body = _REDUCE_LOWERINGS[kind]
     axes, etype = op.reduced_axes(), x.type.element_type
     keep = bool(op.attr("keep_dims", False))
+    count = _numel([shape_of(x.type)[a] for a in axes])
+    if kind in ("sum", "mean") and etype == f32 and count >= WIDE_SUM_COUNT:
+        y = e.reduce(x, axes, 0, lambda s, v, acc: s.add(s.cast(v, f64), acc),
+                     keep_dims=keep, acc_type=f64)
+        return e.elementwise([y], etype, lambda s, v: s.cast(
+            v if kind == "sum" else s.div(v, float(count)), etype))
     y = e.reduce(x, axes, init(etype), body, keep_dims=keep)
     if kind != "mean":
         return y
-    count = float(_numel([shape_of(x.type)[a] for a in axes]))
-    return e.elementwise([y], etype, lambda s, v: s.div(v, count))
+    return e.elementwise([y], etype, lambda s, v: s.div(v, float(count)))
+
+
+WIDE_SUM_COUNT = 1 << 14
+"""An f32 sum or mean over at least this many elements accumulates in f64 (numpy's pairwise
+sum and XLA stay near f32 rounding; a running f32 sum of 10^7 elements is off by ~1e-3)."""
 
 
 # -- scf helpers shared with the indexing backward ops (backward/indexing.py)

@@ -181,13 +181,15 @@ class Emitter:
         return self.elementwise([x], x.type.element_type, lambda s, v: v, shape)  # type: ignore[attr-defined]
 
     def reduce(self, x: Value, axes: Sequence[int], init: Scalar, body: Body,
-               keep_dims: bool = False) -> Value:
-        """``linalg.reduce`` over ``axes`` from ``init``; ``body(s, elem, acc)`` -> new acc."""
+               keep_dims: bool = False, acc_type: str | Attribute | None = None) -> Value:
+        """``linalg.reduce`` over ``axes`` from ``init``; ``body(s, elem, acc)`` -> new acc.
+        The accumulator (and result) has ``acc_type`` (default: ``x``'s element type)."""
         in_shape, etype = shape_of(x.type), x.type.element_type  # type: ignore[attr-defined]
+        acc_etype = etype if acc_type is None else element_type(acc_type)
         axes = sorted(a % len(in_shape) for a in axes)
         kept = [d for i, d in enumerate(in_shape) if i not in axes]
-        acc = self.fill(init, kept, etype)
-        region = self.region([etype, etype], body)
+        acc = self.fill(init, kept, acc_etype)
+        region = self.region([etype, acc_etype], body)
         out = self.emit(linalg.ReduceOp(x, acc, DenseArrayBase.from_list(i64, axes), region))
         if not keep_dims:
             return out
