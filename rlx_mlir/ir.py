@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, builtin, func, linalg, math, scf, tensor
-from xdsl.dialects.builtin import AnyFloat, BFloat16Type, ModuleOp, UnknownLoc
+from xdsl.dialects.builtin import AnyFloat, BFloat16Type, ModuleOp, TensorType, UnknownLoc
 from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -270,12 +270,40 @@ def _op_errors(module: Operation, stop_at_first: bool, skip: set[int]) -> list[R
             continue
         try:
             op.verify(verify_nested_ops=False)
+            _check_tensor_sizes(op)
         except VerifyException as e:
             errors.append(RlxError(f"'{op.name}' op {e}", op=op))
             if stop_at_first:
                 break
             holding_failed.update(id(parent) for parent in _ancestors(op))
     return errors
+
+
+MAX_TENSOR_BYTES = (1 << 63) - 1
+"""Sizes must fit MLIR's int64 dimensions and memref sizes (in bytes)."""
+
+
+def _check_tensor_sizes(op: Operation) -> None:
+    """A tensor type of ``op`` (a result, or a function's argument or result) whose size in
+    bytes does not fit int64 is a verification error (lowering could not represent it)."""
+    types = [r.type for r in op.results]
+    function_type = getattr(op, "function_type", None)
+    if function_type is not None:
+        types += [*function_type.inputs.data, *function_type.outputs.data]
+    for t in types:
+        if not isinstance(t, TensorType):
+            continue
+        size = _element_bytes(t)
+        for d in t.get_shape():
+            size *= max(d, 1)
+        if size > MAX_TENSOR_BYTES:
+            raise VerifyException(f"type {t} is too large: its size in bytes does not fit "
+                                  "a 64-bit integer")
+
+
+def _element_bytes(t: TensorType) -> int:
+    width = getattr(t.element_type, "bitwidth", None)
+    return max(1, (width or 64) // 8)
 
 
 def _ancestors(op: Operation) -> Iterator[Operation]:

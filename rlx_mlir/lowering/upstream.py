@@ -272,12 +272,22 @@ def _verify(module) -> None:
         raise RlxError(f"upstream pipeline produced invalid IR: {e}") from None
 
 
+def _refuse_nested_modules(module: ModuleOp) -> None:
+    """Native code is built from the top-level functions: a nested ``builtin.module`` would
+    pass through unlowered, so it is an error at its location."""
+    for op in module.walk():
+        if isinstance(op, ModuleOp) and op is not module:
+            raise RlxError("nested 'builtin.module' is not supported by the LLVM lowering: "
+                           "put its functions in the top-level module", op=op)
+
+
 def lower_to_llvm(module: ModuleOp, stages: str | Sequence[Stage] | None = None,
                   after_stage: StageCallback | None = None, phases: Phases | None = None) -> str:
     """rlx (or already lowered) xDSL module -> LLVM-dialect text (the module is not changed;
     ``phases``, if given, gets the seconds of each phase: :mod:`rlx_mlir.runtime.timing`)."""
     from rlx_mlir.lowering.to_linalg import lower_module
 
+    _refuse_nested_modules(module)
     with phase(phases, "xdsl lower-to-linalg"):
         lowered = module.clone()
         lower_module(lowered)

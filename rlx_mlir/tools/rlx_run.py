@@ -58,6 +58,8 @@ def load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
             raise RlxError(f"--input expects NAME=FILE.npy, got '{spec}'")
         if not os.path.exists(path):
             raise RlxError(f"--input {name}: no such file '{path}'")
+        if name in inputs:
+            raise RlxError(f"--input {name} is given twice")
         inputs[name] = load_array(name, path)
     return inputs
 
@@ -65,6 +67,9 @@ def load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
 def load_array(name: str, path: str) -> np.ndarray:
     """The array of one ``--input NAME=FILE.npy`` (an :class:`RlxError` for anything
     else, such as an ``.npz`` archive)."""
+    if not _has_numpy_magic(path):
+        raise RlxError(f"--input {name}: '{path}' is not a .npy file (save arrays with "
+                       "np.save)")
     try:
         loaded = np.load(path)
     except Exception as e:
@@ -74,6 +79,16 @@ def load_array(name: str, path: str) -> np.ndarray:
         raise RlxError(f"--input {name}: '{path}' is an archive; .npz archives are not "
                        "supported: save one array with np.save")
     return loaded
+
+
+def _has_numpy_magic(path: str) -> bool:
+    """Whether ``path`` starts like a .npy file or a .npz (zip) archive."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return True  # let np.load report it
+    return head.startswith((b"\x93NUMPY", b"PK"))
 
 
 def located(error: RlxError, op: Operation) -> RlxError:

@@ -311,3 +311,19 @@ func.func @unknown_attr(%x: tensor<2x6xf32>) -> tensor<12xf32> {
   %0 = rlx.reshape %x {shape = array<i64: 12>} : (tensor<2x6xf32>) -> tensor<12xf32>
   func.return %0 : tensor<12xf32>
 }
+
+// -----
+
+// A type whose size in bytes does not fit int64 (MLIR's dimensions and memref sizes).
+// expected-error @below {{type tensor<99999999999999999999xf32> is too large: its size in bytes does not fit a 64-bit integer}}
+func.func @too_large(%x: tensor<99999999999999999999xf32>) -> tensor<99999999999999999999xf32> {
+  func.return %x : tensor<99999999999999999999xf32>
+}
+
+// -----
+
+func.func @too_large_result(%x: tensor<4xf32>) -> tensor<4611686018427387904x4xf32> {
+  // expected-error @below {{type tensor<4611686018427387904x4xf32> is too large}}
+  %0 = rlx.expand %x : (tensor<4xf32>) -> tensor<4611686018427387904x4xf32>
+  func.return %0 : tensor<4611686018427387904x4xf32>
+}

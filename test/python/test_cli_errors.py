@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rlx_mlir as rlx
@@ -106,3 +107,19 @@ def test_documented_mlir_opt_exists(doc):
     assert tools
     for tool in tools:
         assert (ROOT / tool).is_file(), f"{doc}: {tool} does not exist (run from the checkout)"
+
+
+def test_rlx_run_refuses_a_text_file_given_as_npy(tmp_path, capsys):
+    src, bad = tmp_path / "m.mlir", tmp_path / "x.npy"
+    src.write_text(F)
+    bad.write_text("1 2 3\n")
+    assert rlx_run.main([str(src), "--input", f"x={bad}"]) == 1
+    assert capsys.readouterr().err.startswith(f"error: --input x: '{bad}' is not a .npy file")
+
+
+def test_rlx_run_refuses_an_input_given_twice(tmp_path, capsys):
+    src, x = tmp_path / "m.mlir", tmp_path / "x.npy"
+    src.write_text(F)
+    np.save(x, np.ones(3, np.float32))
+    assert rlx_run.main([str(src), "--input", f"x={x}", "--input", f"x={x}"]) == 1
+    assert capsys.readouterr().err.startswith("error: --input x is given twice")
