@@ -58,6 +58,64 @@ def sqrt(x: Tensor) -> Tensor:
     return _b(x).sqrt(x)
 
 
+def abs(x: Tensor) -> Tensor:  # noqa: A001  (jax.numpy's name)
+    return _b(x).abs(x)
+
+
+def sin(x: Tensor) -> Tensor:
+    return _b(x).sin(x)
+
+
+def cos(x: Tensor) -> Tensor:
+    return _b(x).cos(x)
+
+
+def softplus(x: Tensor) -> Tensor:
+    """``log(1 + exp(x))``, without overflow: ``max(x, 0) + log(1 + exp(-|x|))``.
+
+    >>> rlx.nn.softplus(z)                                       # doctest: +SKIP
+    """
+    return relu(x) + log(1.0 + exp(-abs(x)))
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``x`` if ``x >= 0`` else ``negative_slope * x`` (jax.nn's default slope)."""
+    return where(x >= 0, x, x * negative_slope)
+
+
+def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)`` (the exp only of ``min(x, 0)``,
+    so a large x does not overflow the unused branch)."""
+    return where(x > 0, x, (exp(minimum(x, 0.0)) - 1.0) * alpha)
+
+
+def logsumexp(x: Tensor, axis: int | Sequence[int] | None = None,
+              keepdims: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` over ``axis`` (all axes by default), stably: the maximum is
+    subtracted first and added back (as a constant of the gradient, like jax.nn)."""
+    peak = stop_gradient(x.max(axis=axis, keepdims=True))
+    out = log(exp(x - peak).sum(axis=axis, keepdims=True)) + peak
+    if keepdims:
+        return out
+    axes = range(x.ndim) if axis is None else [axis] if isinstance(axis, int) else axis
+    dropped = {a % x.ndim for a in axes}
+    return out.reshape(tuple(d for i, d in enumerate(out.shape) if i not in dropped))
+
+
+def one_hot(ids: Tensor, num_classes: int, dtype: str = "f32") -> Tensor:
+    """``[..., num_classes]``: 1 at each id's class, 0 elsewhere (and for ids outside
+    ``[0, num_classes)``), as jax.nn.one_hot."""
+    from rlx_mlir.dialects.base import FLOAT_DTYPES, NUMPY_DTYPES
+
+    if dtype not in FLOAT_DTYPES:
+        raise RlxError(f"one_hot: dtype must be one of {', '.join(FLOAT_DTYPES)}; got "
+                       f"{dtype!r}", loc=loc_from_attr(_user_location()))
+    classes = np.arange(num_classes, dtype=np.int32 if ids.dtype == "i32" else np.int64)
+    hit = ids.reshape((*ids.shape, 1)) == classes
+    one = np.ones((), NUMPY_DTYPES[dtype])
+    return where(hit, one, one * 0)
+
+
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
     return _b(x).softmax(x, axis=axis)
 
