@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     TensorType,
@@ -219,6 +220,8 @@ class Emitter:
         if tuple(in_shape) == tuple(shape):
             return x
         size = int(np.prod(in_shape))
+        if size == 1 and not (in_shape and shape):
+            return self._single_element(x, shape, etype)
         if len(in_shape) == 1:
             flat = x
         elif in_shape:
@@ -245,6 +248,16 @@ class Emitter:
         op = tensor.InsertSliceOp.from_static_parameters(x, into, list(offsets), sizes,
                                                         None if strides is None else list(strides))
         return self.emit(op)
+
+    def _single_element(self, x: Value, shape: Sequence[int], etype) -> Value:
+        """A one-element reshape to or from rank 0: its element extracted and rebuilt
+        (``tensor.extract`` + ``tensor.from_elements``; a 0-d expand/collapse has an empty
+        reassociation, which xDSL's verifier rejects although MLIR accepts it)."""
+        zeros = [self.emit(arith.ConstantOp(IntegerAttr(0, IndexType())))
+                 for _ in shape_of(x.type)]
+        element = self.emit(tensor.ExtractOp(x, zeros, etype))
+        return self.emit(tensor.FromElementsOp(element,
+                                               result_type=TensorType(etype, list(shape))))
 
     def _collapse(self, x: Value, in_shape, out_shape, etype) -> Value:
         groups = [list(range(len(in_shape)))] if out_shape and in_shape else []
