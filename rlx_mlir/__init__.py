@@ -16,15 +16,41 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
-from rlx_mlir import nn
-from rlx_mlir.builder import Builder, Tensor
-from rlx_mlir.diagnostics import RlxError
-from rlx_mlir.frontend import cond, fori_loop, grad, jit, scan, trace, value_and_grad, while_loop
+from rlx_mlir import ir, nn
+from rlx_mlir.builder import Builder, Tensor, _user_location
+from rlx_mlir.diagnostics import RlxError, loc_from_attr
+from rlx_mlir.frontend import (
+    cond,
+    fori_loop,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jit,
+    scan,
+    trace,
+    value_and_grad,
+    while_loop,
+)
 from rlx_mlir.interpreter import interpret
-from rlx_mlir.ir import parse, to_text, verify
+from rlx_mlir.ir import to_text, verify
 from rlx_mlir.runtime.jit import compile  # noqa: A004
 from rlx_mlir.tools.view_graph import view
 from rlx_mlir.transforms.autodiff import grad_with_loss
+
+
+def parse(text: str, filename: str = "<string>", **options: Any) -> ModuleOp:
+    """Parse and verify ``rlx`` text into a module; errors carry ``file:line:col``
+    (``options``: :func:`rlx_mlir.ir.parse`'s ``line_offset``, ``all_errors``)."""
+    if not isinstance(text, str):
+        raise RlxError(f"parse: expected the module's text as a str; got "
+                       f"{type(text).__name__} (read the file first: "
+                       "rlx.parse(open(path).read(), path))",
+                       loc=loc_from_attr(_user_location()))
+    if not isinstance(filename, str):
+        raise RlxError(f"parse: filename must be a str; got {type(filename).__name__}",
+                       loc=loc_from_attr(_user_location()))
+    return ir.parse(text, filename, **options)
 
 
 def jvp(target: Any, *args: Any, **kwargs: Any) -> Any:
@@ -53,7 +79,7 @@ def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
 
 __all__ = [
     "Builder", "RlxError", "Tensor", "compile", "cond", "fori_loop", "grad", "grad_with_loss",
-    "interpret", "jit", "jvp", "nn", "parse", "scan", "to_text", "trace", "value_and_grad",
+    "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "nn", "parse", "scan", "to_text", "trace", "value_and_grad",
     "verify", "view", "vmap", "while_loop",
 ]
 __version__ = "0.1.0"

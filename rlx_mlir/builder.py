@@ -12,9 +12,10 @@ builtin.module {
 
 Every ``rlx.<op>`` is a method (``b.softmax(x, axis=-1)``, ``b.attention(q, k, v,
 num_heads=4, head_dim=16, mask_kind="causal")``); operands first, attributes as
-keywords. Tensors support ``+ - * / @ ** -x``, ``.T`` (all axes reversed) and ``.mT``
-(the last two swapped); ``/`` is true division and a float scalar promotes an integer
-tensor to f32, as in numpy and JAX.
+keywords. Tensors support ``+ - * / // % @ ** -x``, ``.T`` (all axes reversed) and
+``.mT`` (the last two swapped); ``/`` is true division, ``//`` and ``%`` round toward
+-inf (``divmod``), and a float scalar promotes an integer tensor to f32, as in numpy and
+JAX.
 """
 
 from __future__ import annotations
@@ -51,13 +52,18 @@ from rlx_mlir.dialects.base import (
 from rlx_mlir.ir import to_text
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+_LIBRARY_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
+"""Frames skipped for a user location: rlx_mlir's, and numpy's (``np.sum(t)`` calls
+``t.sum``)."""
 
 
 def _user_location():
-    """The first stack frame outside rlx_mlir: the user's line, for diagnostics."""
+    """The first stack frame outside rlx_mlir and numpy: the user's line, for
+    diagnostics."""
     frame = inspect.currentframe()
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-        _PACKAGE_DIR
+        _LIBRARY_DIRS
     ):
         frame = frame.f_back
     if frame is None:
@@ -99,6 +105,10 @@ class Tensor:
         if isinstance(other, Tensor):
             return other
         array = np.asarray(other)
+        if array.dtype.kind not in "biufc":
+            raise RlxError(f"cannot combine a tensor with {type(other).__name__} {other!r}: "
+                           "expected a tensor, a number, or a numpy array or nested list "
+                           "of numbers", loc=loc_from_attr(_user_location()))
         if array.dtype.kind in "iu" and self.dtype in INT_DTYPES:
             info = np.iinfo(NUMPY_DTYPES[self.dtype])
             if array.size and (array.min() < info.min or array.max() > info.max):
@@ -122,11 +132,16 @@ class Tensor:
             return self.astype("f32"), other
         return self, other
 
+    def _operands(self, other: Any) -> tuple[Tensor, Tensor]:
+        """``self`` and ``other`` as two tensors of a binary op: promoted (``_promoted``),
+        a non-tensor ``other`` lifted to a constant (``_lift``)."""
+        x, other = self._promoted(other)
+        return x, x._lift(other)
+
     def _binary(self, op: str, other: Any, reverse: bool = False) -> Tensor:
         """``self <op> other`` (``other <op> self`` when ``reverse``), emitted into the
         innermost of the operands' builders (a closure's trace, not the enclosing one)."""
-        x, other = self._promoted(other)
-        y = x._lift(other)
+        x, y = self._operands(other)
         return getattr(innermost(x, y), op)(*((y, x) if reverse else (x, y)))
 
     def __add__(self, o):
@@ -162,9 +177,28 @@ class Tensor:
         return self._binary("pow", o)
 
     def __matmul__(self, o):
-        if isinstance(o, Tensor) and (self.ndim == 1 or o.ndim == 1):
-            return _vector_matmul(self, o)
-        return innermost(self, o).matmul(self, o)
+        return _matmul(*self._operands(o))
+
+    def __floordiv__(self, o):
+        return _divmod(*self._operands(o))[0]
+
+    def __rfloordiv__(self, o):
+        x, y = self._operands(o)
+        return _divmod(y, x)[0]
+
+    def __mod__(self, o):
+        return _divmod(*self._operands(o))[1]
+
+    def __rmod__(self, o):
+        x, y = self._operands(o)
+        return _divmod(y, x)[1]
+
+    def __divmod__(self, o):
+        return _divmod(*self._operands(o))
+
+    def __rdivmod__(self, o):
+        x, y = self._operands(o)
+        return _divmod(y, x)
 
     def __neg__(self):
         return self.builder.neg(self)
@@ -191,17 +225,14 @@ class Tensor:
         return self._binary("pow", o, reverse=True)
 
     def __rmatmul__(self, o):
-        left = self._lift(o)
-        if left.ndim == 1 or self.ndim == 1:
-            return _vector_matmul(left, self)
-        return innermost(left, self).matmul(left, self)
+        x, y = self._operands(o)
+        return _matmul(y, x)
 
     def __abs__(self):
         return self.builder.abs(self)
 
     def _compare(self, other: Any, predicate: str) -> Tensor:
-        x, other = self._promoted(other)
-        y = x._lift(other)
+        x, y = self._operands(other)
         return innermost(x, y).compare(x, y, predicate=predicate)
 
     def __lt__(self, o):
@@ -238,34 +269,50 @@ class Tensor:
         name = _dtype_name(dtype)
         return self if name == self.dtype else self.builder.cast(self, name)
 
-    def _reduce(self, kind: str, axis: Any, keepdims: bool) -> Tensor:
-        axes = list(range(self.ndim)) if axis is None else (
-            [axis] if isinstance(axis, int) else list(axis))
-        if not axes and self.ndim == 0:
-            return self  # numpy: a 0-d array's sum / mean / max is itself
-        return self.builder.emit(f"reduce_{kind}", self, axes=axes, keep_dims=keepdims)
+    def _reduce(self, kind: str, axis: Any, keepdims: bool, options: dict[str, Any]
+                ) -> Tensor:
+        """``reduce_<kind>`` over ``axis`` (None: all; ``()``: none, ``self`` as numpy
+        returns it). ``options`` are numpy's keywords: ``dtype`` casts first, ``out``
+        must be None (what ``np.sum(t)`` passes)."""
+        x = _reduce_input(self, kind, options)
+        axes = list(range(x.ndim)) if axis is None else (
+            [axis] if isinstance(axis, (int, np.integer)) else list(axis))
+        if not axes:
+            return x  # numpy: reducing over no axis (or a 0-d array) is the identity
+        return x.builder.emit(f"reduce_{kind}", x, axes=axes, keep_dims=keepdims)
 
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return self._reduce("sum", axis, keepdims)
+    def sum(self, axis: Any = None, keepdims: bool = False, **options: Any) -> Tensor:
+        """numpy's ``sum``; booleans count as i32 (JAX)."""
+        return self._reduce("sum", axis, keepdims, options)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return self._reduce("mean", axis, keepdims)
+    def mean(self, axis: Any = None, keepdims: bool = False, **options: Any) -> Tensor:
+        """numpy's ``mean``; an integer or boolean tensor averages as f32 (JAX)."""
+        return self._reduce("mean", axis, keepdims, options)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return self._reduce("max", axis, keepdims)
+    def max(self, axis: Any = None, keepdims: bool = False, **options: Any) -> Tensor:
+        return self._reduce("max", axis, keepdims, options)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return self._reduce("min", axis, keepdims)
+    def min(self, axis: Any = None, keepdims: bool = False, **options: Any) -> Tensor:
+        return self._reduce("min", axis, keepdims, options)
 
-    def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return self._reduce("prod", axis, keepdims)
+    def prod(self, axis: Any = None, keepdims: bool = False, **options: Any) -> Tensor:
+        return self._reduce("prod", axis, keepdims, options)
 
     def __getitem__(self, index: Any) -> Tensor:
         """Integers and unit-step slices (``narrow``), ``None`` (new axis), ``...``, and
         an integer Tensor or numpy integer array on the leading axis (``gather``)."""
         from rlx_mlir.frontend.indexing import getitem
 
+        if isinstance(index, Tensor) and index.dtype not in INT_DTYPES:
+            raise RlxError(_INDEX_DTYPE_HINT.get(index.dtype, "index tensors must have an "
+                           f"integer dtype, got {index.dtype}"),
+                           loc=loc_from_attr(_user_location()))
         return getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any):
+        raise RlxError("tensors are immutable: `x[i] = v` cannot be traced; build a new "
+                       "tensor instead, e.g. rlx.nn.where(mask, v, x) or rlx.nn.concat",
+                       loc=loc_from_attr(_user_location()))
 
     # -- what tracing cannot do -------------------------------------------------
     def __bool__(self):
@@ -388,7 +435,10 @@ class Builder:
             return o
         if isinstance(o, np.ndarray):
             return self.constant(o).value
-        raise TypeError(f"expected a Tensor or numpy array operand, got {type(o).__name__}")
+        raise RlxError(f"expected a tensor or numpy array operand, got {type(o).__name__} "
+                       f"{o!r}"[:200] + (" (convert it with np.asarray(..., np.float32))"
+                                         if isinstance(o, (list, tuple)) else ""),
+                       loc=loc_from_attr(_user_location()))
 
     # -- ops whose result type is not inferred from operands -----------------
     def reshape(self, x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -551,6 +601,51 @@ def _dtype_name(dtype: Any) -> str:
                    loc=loc_from_attr(_user_location()))
 
 
+_INDEX_DTYPE_HINT = {
+    "i1": "boolean-mask indexing is not supported while tracing (the result shape would "
+          "depend on the mask's values, and shapes must be static); use "
+          "rlx.nn.where(mask, x, 0.0) to mask",
+}
+
+
+def _count_bools(x: Tensor) -> Tensor:
+    """Booleans as i32 (JAX's ``sum`` and ``prod`` of a bool array are i32)."""
+    return x.astype("i32") if x.dtype == "i1" else x
+
+
+def _as_float(x: Tensor) -> Tensor:
+    """An integer or boolean tensor as f32 (JAX's ``mean`` of one is f32)."""
+    return x if _is_inexact(x.dtype) else x.astype("f32")
+
+
+_REDUCE_INPUT: dict[str, Callable[[Tensor], Tensor]] = {
+    "sum": _count_bools, "prod": _count_bools, "mean": _as_float,
+}
+
+
+def _reduce_input(x: Tensor, kind: str, options: dict[str, Any]) -> Tensor:
+    """What a ``kind`` reduction of ``x`` reduces: cast to ``options["dtype"]`` if given,
+    else converted as JAX does (``_REDUCE_INPUT``); numpy's other keywords are errors
+    (``out`` and friends: tensors are immutable)."""
+    dtype = options.pop("dtype", None)
+    if options.pop("out", None) is not None:
+        raise RlxError(f"{kind}: out= is not supported (tensors are immutable; use the "
+                       "returned tensor)", loc=loc_from_attr(_user_location()))
+    if options:
+        raise RlxError(f"{kind}: unsupported keyword argument {', '.join(options)} "
+                       "(supported: axis, keepdims, dtype)", loc=loc_from_attr(_user_location()))
+    if dtype is not None:
+        return x.astype(dtype)
+    return _REDUCE_INPUT.get(kind, lambda t: t)(x)
+
+
+def _matmul(a: Tensor, b: Tensor) -> Tensor:
+    """numpy's ``@`` on two (promoted) tensors, a 1-d operand included."""
+    if a.ndim == 1 or b.ndim == 1:
+        return _vector_matmul(a, b)
+    return innermost(a, b).matmul(a, b)
+
+
 def _vector_matmul(a: Tensor, b: Tensor) -> Tensor:
     """numpy's ``@`` with a 1-d operand: a vector is a row (left) or a column (right) for
     the product, and that axis is dropped from the result."""
@@ -563,6 +658,98 @@ def _vector_matmul(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim == 1:
         shape.pop(-2 if b.ndim != 1 else -1)
     return out.reshape(*shape) if shape else out.reshape(())
+
+
+def _where(cond: Tensor, x: Tensor, y: Any) -> Tensor:
+    """``cond ? x : y`` elementwise (``y`` may be a number, of ``x``'s dtype)."""
+    y = x._lift(y)
+    return innermost(cond, x, y).where(cond, x, y)
+
+
+def _sign_differs(r: Tensor, b: Tensor) -> Tensor:
+    """``r != 0 and sign(r) != sign(b)``: where a truncated remainder needs the floor fix."""
+    return _where(r < 0, b > 0, _where(r > 0, b < 0, r < 0))
+
+
+def _floor(x: Tensor) -> Tensor:
+    """``floor(x)`` of a float tensor from ``rlx.round`` (half away from zero), with a
+    zero derivative (``rlx.round``'s gradient is straight-through)."""
+    r = x.builder.stop_gradient(x.builder.round(x))
+    return _where(r > x, r - 1.0, r)
+
+
+def _trunc(x: Tensor) -> Tensor:
+    """``x`` rounded toward zero (float)."""
+    return _where(x < 0, -_floor(-x), _floor(x))
+
+
+def _divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """numpy's ``divmod`` (``//`` and ``%``) of two tensors of one dtype: the quotient
+    rounded toward -inf and the remainder with the sign of ``b``."""
+    if a.dtype == "c64":
+        raise RlxError("// and % are not defined for complex tensors (as in numpy)",
+                       loc=loc_from_attr(_user_location()))
+    if a.dtype == "i1":
+        a, b = a.astype("i32"), b.astype("i32")  # numpy: bool // bool is integer
+    return (_float_divmod if _is_inexact(a.dtype) else _int_divmod)(a, b)
+
+
+def _div(a: Tensor, b: Tensor) -> Tensor:
+    """``rlx.div``: true division of floats, truncating division of integers."""
+    return innermost(a, b).div(a, b)
+
+
+def _int_divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """Integer ``divmod`` from the truncating ``rlx.div``; a division by zero gives 0
+    and 0, as numpy does."""
+    q = _div(a, b)
+    r = a - q * b
+    fix = _sign_differs(r, b)
+    return _where(fix, q - 1, q), _where(b != 0, _where(fix, r + b, r), 0)
+
+
+def _float_divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """numpy's float ``divmod`` (``npy_divmod``) in ``a``'s dtype, from an exact ``fmod``."""
+    mod = _fmod(a, b)
+    quotient = _div(a, b)
+    div = _div(a - mod, b)
+    fix = _sign_differs(mod, b)
+    signed_zero = _where(b < 0, a._lift(-0.0), 0.0)  # numpy: copysign(0, b)
+    mod = _where(fix, mod + b, _where(mod == 0, signed_zero, mod))
+    div = _where(fix, div - 1.0, div)
+    floor = _floor(div)
+    floor = _where(div - floor > 0.5, floor + 1.0, floor)
+    floor = _where(div == 0, quotient * 0.0, floor)  # numpy: copysign(0, a / b)
+    floor = floor.builder.stop_gradient(_where(b == 0, quotient, floor))  # JAX: zero
+    return floor, mod
+
+
+def _fmod(a: Tensor, b: Tensor) -> Tensor:
+    """C's ``fmod(a, b)`` (``a - trunc(a / b) * b``, the sign of ``a``), computed in f64
+    with the product exact (Dekker), so exact while ``|a / b| < 2**53``."""
+    dtype = a.dtype
+    a, b = a.astype("f64"), b.astype("f64")
+    n = _trunc(_div(a, b))  # the true quotient's, or one too far from 0 (a / b rounded up)
+    r = _minus_product(a, n, b)
+    step = _where(a > 0, abs(b), -abs(b))
+    r = _where(_sign_differs(r, a), r + step, r)
+    return _where(n == 0, a, r).astype(dtype)  # |a| < |b| (b = inf included): a
+
+
+def _split(x: Tensor) -> tuple[Tensor, Tensor]:
+    """Veltkamp's split of an f64 ``x`` into two 26-bit halves, ``x = hi + lo``."""
+    c = x * 134217729.0  # 2**27 + 1
+    hi = c - (c - x)
+    return hi, x - hi
+
+
+def _minus_product(a: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    """``a - x * y`` for f64 tensors, exact when the result is representable and
+    ``x * y`` is within a factor 2 of ``a`` (Dekker's two-product, no FMA needed)."""
+    p = x * y
+    (xh, xl), (yh, yl) = _split(x), _split(y)
+    err = xl * yl - (((p - xh * yh) - xl * yh) - xh * yl)  # x * y - p, exactly
+    return (a - p) - err
 
 
 def _is_inexact(dtype: str) -> bool:

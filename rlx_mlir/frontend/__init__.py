@@ -1,8 +1,10 @@
-"""The tracing front end: ``jit``, ``grad``, ``value_and_grad``, ``vmap``, ``jvp``, and
-structured control flow: ``scan``, ``cond``, ``while_loop``, ``fori_loop``."""
+"""The tracing front end: ``jit``, ``grad``, ``value_and_grad``, ``vmap``, ``jvp``, the
+Jacobians ``jacfwd``, ``jacrev``, ``hessian``, and structured control flow: ``scan``,
+``cond``, ``while_loop``, ``fori_loop``."""
 
 from rlx_mlir.frontend.control import cond, fori_loop, scan, while_loop
+from rlx_mlir.frontend.jacobians import hessian, jacfwd, jacrev
 from rlx_mlir.frontend.tracing import Traced, grad, jit, jvp, trace, value_and_grad, vmap
 
-__all__ = ["Traced", "cond", "fori_loop", "grad", "jit", "jvp", "scan", "trace",
-           "value_and_grad", "vmap", "while_loop"]
+__all__ = ["Traced", "cond", "fori_loop", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
+           "scan", "trace", "value_and_grad", "vmap", "while_loop"]

@@ -42,6 +42,32 @@ if TYPE_CHECKING:
 _DTYPE_NAMES = {v: k for k, v in NUMPY_DTYPES.items()}
 
 
+def _error(message: str) -> RlxError:
+    """An :class:`RlxError` at the user's line: the call of the transformed function (or
+    the line of the traced function running when it is raised)."""
+    return RlxError(message, loc=loc_from_attr(_user_location()))
+
+
+def _check_callable(fn: Any, caller: str) -> None:
+    """A located error for ``jit(3)`` and the like, when the transformation is made."""
+    if not callable(fn):
+        raise _error(f"{caller}: the function to transform must be callable; got "
+                     f"{type(fn).__name__} {fn!r}")
+
+
+def _check_arity(fn: Callable, args: Sequence[Any]) -> None:
+    """A located error when ``fn`` cannot take ``args`` (too few or too many), before
+    tracing it (the call would raise a TypeError from inside the trace)."""
+    signature = python_signature(fn)
+    if signature is None:
+        return
+    try:
+        signature.bind(*args)
+    except TypeError as e:
+        raise _error(f"cannot call {getattr(fn, '__name__', 'the function')} with "
+                     f"{len(args)} argument{'s' * (len(args) != 1)}: {e}") from None
+
+
 # ---------------------------------------------------------------- pytrees
 
 
@@ -125,24 +151,40 @@ def _tree_key(tree: Any, arrays: list[Any]) -> Any:
     return array.shape, array.dtype
 
 
-def _as_array(value: Any) -> np.ndarray:
-    array = np.asarray(value)
+def _as_array(value: Any, path: str = "") -> np.ndarray:
+    """An argument leaf as a numpy array of an rlx dtype (``path`` names it in errors)."""
+    try:
+        array = np.asarray(value)
+    except RlxError:
+        raise
+    except Exception as e:  # a ragged list, an object numpy cannot convert, ...
+        raise _error(f"unsupported argument{_at(path)}: {type(value).__name__} "
+                     f"({e})") from None
     if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         array = array.astype(np.float32)  # Python floats are f32 like JAX's default
     if array.dtype == np.int64 and not isinstance(value, (np.ndarray, np.generic)):
         if array.size and np.abs(array).max() > np.iinfo(np.int32).max:
-            raise RlxError(f"the Python int {value!r} does not fit int32 (Python ints are "
-                           "i32 like JAX's default); pass np.int64(...) for an i64 argument")
+            raise _error(f"the Python int {value!r}{_at(path)} does not fit int32 (Python "
+                         "ints are i32 like JAX's default); pass np.int64(...) for an i64 "
+                         "argument")
         array = array.astype(np.int32)
     if array.dtype not in _DTYPE_NAMES:
-        raise RlxError(f"unsupported argument dtype {array.dtype}")
+        what = type(value).__name__ if array.dtype.kind in "OSUV" else ""
+        raise _error(f"unsupported argument dtype {array.dtype}{_at(path)}"
+                     f"{f' (a {what})' if what else ''}; arguments are numpy arrays or "
+                     f"numbers of dtype {', '.join(str(d) for d in _DTYPE_NAMES)}")
     return array
 
 
-def _spec(leaf: Any) -> tuple[tuple[int, ...], str]:
+def _at(path: str) -> str:
+    """`` at <path>`` for an argument leaf's path, if known."""
+    return f" at {path}" if path else ""
+
+
+def _spec(leaf: Any, path: str = "") -> tuple[tuple[int, ...], str]:
     if isinstance(leaf, (Tensor, _Example)):
         return leaf.shape, leaf.dtype
-    array = _as_array(leaf)
+    array = _as_array(leaf, path)
     return array.shape, _DTYPE_NAMES[array.dtype]
 
 
@@ -224,7 +266,12 @@ def trace(fn: Callable, args: Sequence[Any], name: str = "main",
     """Trace ``fn(*args)`` into a new module; leaves of ``args[i]`` for i in ``params``
     become ``rlx.param`` arguments (what ``grad`` differentiates). Inside another trace,
     tensors of the enclosing traces that ``fn`` uses become extra ``rlx.input`` arguments
-    (``Traced.captures``)."""
+    (``Traced.captures``).
+
+    >>> rlx.trace(lambda x, y: x @ y, (a, b)).module       # doctest: +SKIP
+    """
+    _check_trace_call(fn, args, name, params)
+    _check_arity(fn, args)
     leaves, tree = flatten(list(args))
     b = Builder(name)
     tensors = _arguments(b, leaves, params)
@@ -239,6 +286,21 @@ def trace(fn: Callable, args: Sequence[Any], name: str = "main",
         stack.pop()
         b.capture = None
     return Traced(b.module, name, [p for p, _ in leaves], out_tree, closure.captures)
+
+
+def _check_trace_call(fn: Any, args: Any, name: Any, params: Any) -> None:
+    """Clear errors for ``trace(fn, x, y)`` (args not gathered in a tuple) and the like."""
+    if not callable(fn):
+        raise _error(f"trace: fn must be callable; got {type(fn).__name__}")
+    if not isinstance(args, (tuple, list)):
+        raise _error(f"trace: args must be a tuple or list of the arguments, as in "
+                       f"trace(fn, (x, y)); got {type(args).__name__}")
+    if not isinstance(name, str):
+        raise _error(f"trace: name must be a str; got {type(name).__name__} (pass the "
+                       f"arguments as one tuple: trace(fn, (x, y)))")
+    if not isinstance(params, (tuple, list, range)) or not all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in params):
+        raise _error(f"trace: params must be a sequence of argument indices; got {params!r}")
 
 
 def _arguments(b: Builder, leaves: list[tuple[str, Any]], params: Sequence[int]
@@ -265,18 +327,18 @@ def _output_value(b: Builder, path: str, leaf: Any) -> Tensor:
     if not isinstance(leaf, _NUMBERS):
         kind = type(leaf).__name__
         article = "an" if kind[0] in "aeiouAEIOU" else "a"
-        raise RlxError(f"the traced function returned {article} {kind} at {where}; "
+        raise _error(f"the traced function returned {article} {kind} at {where}; "
                        "outputs must be tensors, numpy arrays or Python numbers")
     try:
         return b.constant(_as_array(leaf))
     except RlxError:
-        raise RlxError(f"unsupported dtype {np.asarray(leaf).dtype} at {where} "
+        raise _error(f"unsupported dtype {np.asarray(leaf).dtype} at {where} "
                        "of the traced function") from None
 
 
 def _signature(args: Sequence[Any]) -> tuple:
     leaves, tree = flatten(list(args))
-    return (tree, tuple(_spec(leaf) for _, leaf in leaves))
+    return (tree, tuple(_spec(leaf, path) for path, leaf in leaves))
 
 
 def _inside_trace(args: Sequence[Any]) -> Builder | None:
@@ -327,9 +389,9 @@ def positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any],
     try:
         bound = (signature or inspect.signature(fn)).bind(*args, **kwargs)
     except (TypeError, ValueError) as e:
-        raise RlxError(f"cannot call {getattr(fn, '__name__', 'the function')}: {e}") from None
+        raise _error(f"cannot call {getattr(fn, '__name__', 'the function')}: {e}") from None
     if bound.kwargs:
-        raise RlxError("keyword-only parameters are not supported by rlx's transformations "
+        raise _error("keyword-only parameters are not supported by rlx's transformations "
                        f"({', '.join(bound.kwargs)}): make them positional or close over them")
     return tuple(bound.args)
 
@@ -456,6 +518,7 @@ def jit(fn: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
     def transform(traced: Traced, args: tuple):
         return traced.name, lambda outs, args, t: unflatten(t.out_tree, list(outs))
 
+    _check_callable(fn, "jit")
     statics = () if static_argnums == () else _argnums(static_argnums, "jit")
     if not statics:
         return Transformed(fn, transform)
@@ -483,7 +546,7 @@ class _StaticDispatch:
         try:
             hash(values)
         except TypeError:
-            raise RlxError(f"jit: static arguments must be hashable; got {values!r}") from None
+            raise _error(f"jit: static arguments must be hashable; got {values!r}") from None
         key = (where, values)
         if key not in self._by_value:
             self._by_value[key] = self.make(_bound(self.fn, dict(zip(where, values, strict=True))))
@@ -505,8 +568,11 @@ def _bound(fn: Callable, statics: dict[int, Any]) -> Callable:
     def call(*dynamic: Any) -> Any:
         rest = iter(dynamic)
         total = len(dynamic) + len(statics)
-        return fn(*[statics[i] if i in statics else next(rest) for i in range(total)])
+        args = [statics[i] if i in statics else next(rest) for i in range(total)]
+        _check_arity(fn, args)
+        return fn(*args)
 
+    del call.__wrapped__  # trace() sees ``(*dynamic)``; the check above is against ``fn``
     return call
 
 
@@ -519,7 +585,7 @@ def _argnums(argnums: Any, caller: str) -> tuple[int, ...]:
     """``argnums`` as a tuple of ints, checked for type (the arity is checked per call)."""
     nums = (argnums,) if not isinstance(argnums, (tuple, list)) else tuple(argnums)
     if not nums or not all(_is_int(i) for i in nums):
-        raise RlxError(f"{caller}: argnums must be an int or a non-empty tuple of ints; "
+        raise _error(f"{caller}: argnums must be an int or a non-empty tuple of ints; "
                        f"got {argnums!r}")
     return tuple(int(i) for i in nums)
 
@@ -528,7 +594,7 @@ def _resolve_argnums(nums: tuple[int, ...], n_args: int, caller: str) -> tuple[i
     """``nums`` with negative entries counted from the end, each checked against the arity."""
     bad = [i for i in nums if not -n_args <= i < n_args]
     if bad:
-        raise RlxError(f"{caller}: argnums {bad[0]} is out of range for a function called "
+        raise _error(f"{caller}: argnums {bad[0]} is out of range for a function called "
                        f"with {n_args} positional argument{'s' * (n_args != 1)}")
     return tuple(i % n_args for i in nums)
 
@@ -538,12 +604,12 @@ def _check_scalar_output(traced: Traced, caller: str) -> None:
     kind = traced.out_tree.kind
     if kind != "leaf":
         what = "None" if kind == "none" else f"a {kind}"
-        raise RlxError(f"{caller} requires a function returning one scalar (0-d) tensor; "
+        raise _error(f"{caller} requires a function returning one scalar (0-d) tensor; "
                        f"it returned {what}")
     out_type = find_func(traced.module, traced.name).function_type.outputs.data[0]
     shape = tuple(out_type.get_shape())
     if shape:
-        raise RlxError(f"{caller} requires a scalar (0-d) output; got shape {shape}")
+        raise _error(f"{caller} requires a scalar (0-d) output; got shape {shape}")
 
 
 def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Transformed:
@@ -556,6 +622,7 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Transforme
 
 
 def _value_and_grad(fn: Callable, argnums: Any, caller: str) -> Transformed:
+    _check_callable(fn, caller)
     nums = _argnums(argnums, caller)
     sequence = isinstance(argnums, (tuple, list))
 
@@ -602,13 +669,15 @@ def vmap(fn: Callable, in_axes: int | None | Sequence[int | None] = 0) -> Callab
     ``None`` for every argument, or a tuple/list with one entry per argument; an int entry
     (negative counts from the end) is the batch axis of every leaf of that argument,
     ``None`` shares it. Outputs are batched on axis 0."""
+    _check_callable(fn, "vmap")
     _check_in_axes(in_axes)
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            raise RlxError("vmap: pass the arguments positionally (in_axes is per position); "
+            raise _error("vmap: pass the arguments positionally (in_axes is per position); "
                            f"got keyword arguments {', '.join(kwargs)}")
+        _check_arity(fn, args)
         axes = _axes_per_argument(in_axes, len(args))
         moved = [_batch_axis_first(a, axes[i], i) for i, a in enumerate(args)]
         flags = tuple(None if ax is None else 0 for ax in axes)
@@ -621,7 +690,7 @@ def _check_in_axes(in_axes: Any) -> None:
     entries = in_axes if isinstance(in_axes, (tuple, list)) else [in_axes]
     for entry in entries:
         if entry is not None and not _is_int(entry):
-            raise RlxError("vmap: in_axes entries must be ints or None; got "
+            raise _error("vmap: in_axes entries must be ints or None; got "
                            f"{entry!r} in in_axes={in_axes!r}")
 
 
@@ -629,7 +698,7 @@ def _axes_per_argument(in_axes: Any, n_args: int) -> list[int | None]:
     if not isinstance(in_axes, (tuple, list)):
         return [in_axes] * n_args
     if len(in_axes) != n_args:
-        raise RlxError(f"vmap: in_axes has {len(in_axes)} entries but the function got "
+        raise _error(f"vmap: in_axes has {len(in_axes)} entries but the function got "
                        f"{n_args} argument{'s' * (n_args != 1)}")
     return list(in_axes)
 
@@ -649,9 +718,9 @@ def _batch_axis_first(arg: Any, axis: int | None, i: int) -> Any:
         rank = len(_spec(leaf)[0])
         where = _leaf_name(i, path, tree)
         if rank == 0:
-            raise RlxError(f"vmap: {where} is 0-d and cannot be batched along axis {axis}")
+            raise _error(f"vmap: {where} is 0-d and cannot be batched along axis {axis}")
         if not -rank <= axis < rank:
-            raise RlxError(f"vmap: in_axes entry {axis} is out of range for {where} "
+            raise _error(f"vmap: in_axes entry {axis} is out of range for {where} "
                            f"of rank {rank}")
         moved.append(_move_to_front(leaf, int(axis) % rank, rank))
     return unflatten(tree, moved)
@@ -675,10 +744,10 @@ def _batch_size(args: Sequence[Any], flags: tuple[int | None, ...]) -> int:
         for path, leaf in leaves:
             first.setdefault(_spec(leaf)[0][0], _leaf_name(i, path, tree))
     if not first:
-        raise RlxError("vmap: no argument is batched (every in_axes entry is None)")
+        raise _error("vmap: no argument is batched (every in_axes entry is None)")
     if len(first) > 1:
         sizes = ", ".join(f"{where} has {size}" for size, where in first.items())
-        raise RlxError(f"vmap: batched arguments disagree on the batch size: {sizes}")
+        raise _error(f"vmap: batched arguments disagree on the batch size: {sizes}")
     return next(iter(first))
 
 
@@ -728,6 +797,7 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[
     shapes and dtypes. Called with traced tensors (inside ``jit``, ``grad``, ``vmap``, ...)
     the JVP is emitted into the enclosing trace, so the transformations compose.
     """
+    _check_callable(fn, "jvp")
     _check_tangents(primals, tangents)
     return _Forward(fn, len(primals))(*primals, *tangents)
 
@@ -772,19 +842,19 @@ class _Forward(Transformed):
 def _check_tangents(primals: Any, tangents: Any) -> None:
     """Raise unless ``tangents`` matches ``primals`` as JAX's ``jvp`` requires."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise RlxError("jvp: primals and tangents must be tuples or lists; got "
+        raise _error("jvp: primals and tangents must be tuples or lists; got "
                        f"{type(primals).__name__} and {type(tangents).__name__}")
     if len(primals) != len(tangents):
-        raise RlxError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+        raise _error(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     p_leaves, p_tree = flatten(list(primals))
     t_leaves, t_tree = flatten(list(tangents))
     if p_tree != t_tree:
-        raise RlxError("jvp: primals and tangents must have the same pytree structure")
+        raise _error("jvp: primals and tangents must have the same pytree structure")
     for (path, p), (_, t) in zip(p_leaves, t_leaves, strict=True):
         (ps, pd), (ts, td) = _spec(p), _spec(t)
         if pd not in (*FLOAT_DTYPES, "c64"):
-            raise RlxError(f"jvp: the primal at {path} is {pd}{list(ps)}; jvp differentiates "
+            raise _error(f"jvp: the primal at {path} is {pd}{list(ps)}; jvp differentiates "
                            "float primals only")
         if (ps, pd) != (ts, td):
-            raise RlxError(f"jvp: the tangent at {path} is {td}{list(ts)} but its primal "
+            raise _error(f"jvp: the tangent at {path} is {td}{list(ts)} but its primal "
                            f"is {pd}{list(ps)}; they must have the same shape and dtype")

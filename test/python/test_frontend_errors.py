@@ -11,6 +11,15 @@ from rlx_mlir import RlxError
 RNG = np.random.default_rng(7)
 
 
+def raises_at_call(match, call):
+    """``call()`` raises an :class:`RlxError` matching ``match`` located at the line of
+    this file where ``call`` (a one-line lambda) is written: the user's call site."""
+    with pytest.raises(RlxError, match=match) as e:
+        call()
+    assert str(e.value).startswith(f"{__file__}:{call.__code__.co_firstlineno}:"), str(e.value)
+    return e.value
+
+
 def rand(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
@@ -110,9 +119,8 @@ def test_vmap_nothing_batched_and_batch_size_mismatch():
                                        (lambda a: a.sum(axis=0, keepdims=True)[:, 0], r"\(1,\)")])
 def test_grad_requires_a_scalar_output(transform, fn, shape):
     name = transform.__name__
-    with pytest.raises(RlxError, match=rf"^error: {name} requires a scalar \(0-d\) output; "
-                                       rf"got shape {shape}"):
-        transform(fn)(np.ones((2, 3), np.float32))
+    raises_at_call(rf"{name} requires a scalar \(0-d\) output; got shape {shape}",
+                   lambda: transform(fn)(np.ones((2, 3), np.float32)))
 
 
 def test_grad_requires_a_single_output():
@@ -191,3 +199,86 @@ def test_non_tensor_outputs_are_named():
     a, c = rlx.jit(lambda a: (a * 2.0, np.float32(3)))(x)
     np.testing.assert_allclose(a, 2 * x)
     assert float(c) == 3.0
+
+
+# ---------------------------------------------------------------- located errors
+
+
+X = np.ones((2, 3), np.float32)
+
+
+def test_wrong_argument_count_is_a_located_error():
+    w = np.ones((3, 2), np.float32)
+    raises_at_call(r"cannot call <lambda> with 1 argument: missing a required argument: 'x'",
+                   lambda: rlx.jit(lambda w, x: (x @ w).sum())(w))
+    raises_at_call("cannot call <lambda> with 2 arguments: too many positional arguments",
+                   lambda: rlx.jit(lambda w: w.sum())(w, w))
+    raises_at_call("cannot call <lambda> with 2 arguments",
+                   lambda: rlx.grad(lambda w: w.sum())(w, w))
+    raises_at_call("cannot call <lambda> with 0 arguments",
+                   lambda: rlx.vmap(lambda w: w.sum())())
+    raises_at_call("cannot call <lambda> with 2 arguments",
+                   lambda: rlx.jvp(lambda w: w, (w, w), (w, w)))
+    raises_at_call("cannot call <lambda> with 2 arguments: missing a required argument: 'x'",
+                   lambda: rlx.jit(lambda w, s, x: w * x, static_argnums=1)(w, True))
+    raises_at_call("cannot call <lambda>: got an unexpected keyword argument 'b'",
+                   lambda: rlx.jit(lambda a: a)(X, b=1))
+
+
+@pytest.mark.parametrize("transform", [rlx.jit, rlx.grad, rlx.value_and_grad, rlx.vmap])
+def test_transforming_a_non_callable_fails_when_made(transform):
+    raises_at_call(rf"{transform.__name__}: the function to transform must be callable; "
+                   "got int 3", lambda: transform(3))
+
+
+def test_jvp_of_a_non_callable_and_parse_of_a_non_string():
+    raises_at_call("jvp: the function to transform must be callable; got str",
+                   lambda: rlx.jvp("f", (X,), (X,)))
+    raises_at_call("parse: expected the module's text as a str; got int",
+                   lambda: rlx.parse(3))
+
+
+@pytest.mark.parametrize("arg, message", [
+    (np.ones(2, np.float16), "unsupported argument dtype float16 at \\[0\\]"),
+    (np.ones(2, np.uint8), "unsupported argument dtype uint8"),
+    ("ab", r"unsupported argument dtype <U2 \(a str\)"),
+])
+def test_unsupported_argument_dtypes_are_located(arg, message):
+    raises_at_call(message, lambda: rlx.jit(lambda a: a)(arg))
+
+
+def test_vmap_grad_and_jvp_call_errors_are_located():
+    raises_at_call("vmap: in_axes entry 3 is out of range for argument 0 of rank 2",
+                   lambda: rlx.vmap(lambda a: a, in_axes=3)(X))
+    raises_at_call("vmap: no argument is batched",
+                   lambda: rlx.vmap(lambda a: a, in_axes=None)(X))
+    raises_at_call("vmap: batched arguments disagree on the batch size",
+                   lambda: rlx.vmap(lambda a, b: a + b)(X, np.ones((3, 3), np.float32)))
+    raises_at_call("jvp: the tangent at \\[0\\] is f32\\[3\\] but its primal is f32\\[2, 3\\]",
+                   lambda: rlx.jvp(lambda a: a, (X,), (np.ones(3, np.float32),)))
+    raises_at_call("grad: argnums 5 is out of range",
+                   lambda: rlx.grad(lambda a: a.sum(), argnums=5)(X))
+    raises_at_call(r"grad requires a scalar \(0-d\) output; got shape \(2, 3\)",
+                   lambda: rlx.jit(lambda a: rlx.grad(lambda b: b * 2.0)(a))(X))
+
+
+def test_tensor_misuse_is_a_located_error():
+    raises_at_call("tensors are immutable: `x\\[i\\] = v` cannot be traced.*rlx.nn.where",
+                   lambda: rlx.jit(lambda a: a.__setitem__(0, 1.0))(X))
+    raises_at_call("boolean-mask indexing is not supported while tracing.*rlx.nn.where",
+                   lambda: rlx.jit(lambda a: a[a > 0])(X))
+    raises_at_call("index tensors must have an integer dtype, got f32",
+                   lambda: rlx.jit(lambda a: a[a[0]])(X))
+    raises_at_call("sum: out= is not supported",
+                   lambda: rlx.jit(lambda a: np.sum(a, out=np.zeros(())))(X))
+    raises_at_call("sum: unsupported keyword argument initial",
+                   lambda: rlx.jit(lambda a: np.sum(a, initial=1.0))(X))
+    raises_at_call("cannot combine a tensor with str 'a'",
+                   lambda: rlx.jit(lambda a: a + "a")(X))
+    raises_at_call("// and % are not defined for complex tensors",
+                   lambda: rlx.jit(lambda a: a % a)(np.ones(2, np.complex64)))
+
+
+def test_a_list_operand_of_an_nn_function_is_a_located_error():
+    raises_at_call(r"expected a tensor or numpy array operand, got list \[1.0\] \(convert it",
+                   lambda: rlx.jit(lambda a: rlx.nn.concat([a, [1.0]]))(np.ones(3, np.float32)))
