@@ -599,42 +599,70 @@ def _resolve_argnums(nums: tuple[int, ...], n_args: int, caller: str) -> tuple[i
     return tuple(i % n_args for i in nums)
 
 
-def _check_scalar_output(traced: Traced, caller: str) -> None:
-    """Raise unless the traced function returns one 0-d tensor, as JAX's ``grad`` does."""
-    kind = traced.out_tree.kind
-    if kind != "leaf":
-        what = "None" if kind == "none" else f"a {kind}"
-        raise _error(f"{caller} requires a function returning one scalar (0-d) tensor; "
-                       f"it returned {what}")
+def _check_scalar_output(traced: Traced, caller: str, has_aux: bool = False) -> TreeDef:
+    """Raise unless the traced function returns one 0-d tensor (with ``has_aux``: a pair
+    ``(scalar, aux)``), as JAX's ``grad`` does; returns the structure of ``aux``."""
+    tree, aux = traced.out_tree, TreeDef("none")
+    if has_aux:
+        if tree.kind not in ("tuple", "list") or len(tree.children) != 2:
+            raise _error(f"{caller}(has_aux=True) requires a function returning a pair "
+                         f"(scalar loss, aux); it returned {_describe_tree(tree)}")
+        tree, aux = tree.children
+    if tree.kind != "leaf":
+        raise _error(f"{caller} requires a function returning one scalar (0-d) tensor"
+                     f"{' as the first of its pair' if has_aux else ''}; it returned "
+                     f"{_describe_tree(tree)}")
     out_type = find_func(traced.module, traced.name).function_type.outputs.data[0]
     shape = tuple(out_type.get_shape())
     if shape:
         raise _error(f"{caller} requires a scalar (0-d) output; got shape {shape}")
+    return aux
 
 
-def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Transformed:
-    """``(fn(*args), gradient of fn w.r.t. args[argnums])``; fn returns a 0-d tensor.
+def _describe_tree(tree: TreeDef) -> str:
+    return "None" if tree.kind == "none" else "a tensor" if tree.kind == "leaf" else \
+        f"a {tree.kind}" + (f" of {len(tree.children)}" if tree.kind in ("tuple", "list")
+                            else "")
+
+
+def _leaf_count(tree: TreeDef) -> int:
+    return 1 if tree.kind == "leaf" else sum(_leaf_count(c) for c in tree.children)
+
+
+def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False) -> Transformed:
+    """``(fn(*args), gradient of fn w.r.t. args[argnums])``; fn returns a 0-d tensor (with
+    ``has_aux``, a pair ``(loss, aux)``: the value is then ``(loss, aux)``, as in JAX).
 
     Gradients have the pytree structure of the differentiated arguments (a tuple
     of them when ``argnums`` is a sequence); negative ``argnums`` count from the end.
+
+    >>> (loss, stats), g = rlx.value_and_grad(f, has_aux=True)(w, x)   # doctest: +SKIP
     """
-    return _value_and_grad(fn, argnums, "value_and_grad")
+    return _value_and_grad(fn, argnums, "value_and_grad", has_aux)
 
 
-def _value_and_grad(fn: Callable, argnums: Any, caller: str) -> Transformed:
+def _value_and_grad(fn: Callable, argnums: Any, caller: str,
+                    has_aux: bool = False) -> Transformed:
     _check_callable(fn, caller)
     nums = _argnums(argnums, caller)
     sequence = isinstance(argnums, (tuple, list))
+    if not isinstance(has_aux, bool):
+        raise _error(f"{caller}: has_aux must be a bool; got {has_aux!r}")
 
     def transform(traced: Traced, args: tuple):
         from rlx_mlir.transforms.autodiff import grad_with_loss
 
-        _check_scalar_output(traced, caller)
+        aux_tree = _check_scalar_output(traced, caller, has_aux)
+        n_aux = _leaf_count(aux_tree)
         grad_with_loss(traced.module, traced.name, zero_missing_wrt=True)
 
         def finish(outs, args, t):
-            grads = _split_grads(outs[1:], args, _resolve_argnums(nums, len(args), caller))
-            return outs[0], tuple(grads) if sequence else grads[0]
+            grads = _split_grads(outs[1 + n_aux:], args,
+                                 _resolve_argnums(nums, len(args), caller))
+            value = (outs[0], unflatten(aux_tree, list(outs[1:1 + n_aux]))) if has_aux \
+                else outs[0]
+            return value, tuple(grads) if sequence else grads[0]
 
         return traced.name + "_grad", finish
 
@@ -652,13 +680,15 @@ def _split_grads(grads: list[Any], args: Sequence[Any], nums: tuple[int, ...]) -
     return [by_arg[i] for i in nums]
 
 
-def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """The gradient of a scalar function w.r.t. ``args[argnums]`` (JAX's ``grad``)."""
-    both = _value_and_grad(fn, argnums, "grad")
+def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The gradient of a scalar function w.r.t. ``args[argnums]`` (JAX's ``grad``); with
+    ``has_aux``, ``fn`` returns ``(loss, aux)`` and the result is ``(gradient, aux)``."""
+    both = _value_and_grad(fn, argnums, "grad", has_aux)
 
     @functools.wraps(fn)
     def gradient(*args: Any, **kwargs: Any) -> Any:
-        return both(*args, **kwargs)[1]
+        value, grads = both(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
 
     gradient.lower = both.lower  # type: ignore[attr-defined]
     return gradient
