@@ -58,6 +58,25 @@ _LIBRARY_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
 ``t.sum``)."""
 
 
+class _RegionCapture:
+    """``Builder.capture`` of a closed region being built: a tensor of ``outer`` (or of a
+    builder ``outer`` itself captures from) becomes a block argument at ``at`` + k."""
+
+    def __init__(self, builder: Builder, outer: Builder, at: int):
+        self.builder, self.outer, self.at = builder, outer, at
+        self.tensors: list[Tensor] = []
+        self._args: dict[SSAValue, Tensor] = {}
+
+    def __call__(self, t: Tensor) -> Tensor:
+        value = self.outer._value(t)  # in ``outer`` (captured there first if need be)
+        if value not in self._args:
+            block = self.builder.block
+            arg = block.insert_arg(t.type, self.at + len(self.tensors))
+            self._args[value] = self.builder.wrap(arg)
+            self.tensors.append(self.outer.wrap(value))
+        return self._args[value]
+
+
 def _user_location():
     """The first stack frame outside rlx_mlir and numpy: the user's line, for
     diagnostics."""
@@ -490,22 +509,47 @@ class Builder:
              num_checkpoints: int = 0) -> Tensor:
         """``c = init; for t: c = body(b, c, *bcasts, *(x[t] for x in xs))``.
 
+        A tensor of this builder (or an enclosing one) that ``body`` uses becomes one more
+        broadcast input, after ``bcasts``: the region stays closed, as the op requires.
+
         >>> # b.scan(x0, lambda b, c, x: c + x, length=4, xs=[xs])
         """
         step_types = [tensor(x.shape[1:], x.dtype) for x in xs]
-        region = self.region([init.type, *(v.type for v in bcasts), *step_types], body)
+        types = [init.type, *(v.type for v in bcasts), *step_types]
+        region, captured = self._closed_region(types, body, 1 + len(bcasts))
         return self._emit_with_regions(
-            "scan", [init, *bcasts, *xs], [region], length=length, num_xs=len(xs) or None,
-            save_trajectory=save_trajectory or None, num_checkpoints=num_checkpoints or None)
+            "scan", [init, *bcasts, *captured, *xs], [region], length=length,
+            num_xs=len(xs) or None, save_trajectory=save_trajectory or None,
+            num_checkpoints=num_checkpoints or None)
 
     def cond(self, pred: Tensor, then_body, else_body, *captured: Tensor):
-        """``rlx.if``: both bodies take ``captured`` and return the same types."""
+        """``rlx.if``: both bodies take ``captured`` and return the same types (a tensor
+        of this builder that a body uses is captured too, for both)."""
         types = [c.type for c in captured]
-        then_region = self.region(types, then_body)
-        else_region = self.region(types, else_body)
+        then_region, more = self._closed_region(types, then_body, len(types))
+        else_region, also = self._closed_region(types, else_body, len(types))
+        for t in also:  # each branch takes every capture: then's, then else's
+            then_region.block.insert_arg(t.type, len(then_region.block.args))
+        for t in reversed(more):
+            else_region.block.insert_arg(t.type, len(types))
         out = [v.type for v in then_region.block.last_op.operands]
-        return self._emit_with_regions("if", [pred, *captured], [then_region, else_region],
-                                       out=out)
+        return self._emit_with_regions("if", [pred, *captured, *more, *also],
+                                       [then_region, else_region], out=out)
+
+    def _closed_region(self, arg_types: Sequence[TensorType], body,
+                       at: int) -> tuple[Region, list[Tensor]]:
+        """:meth:`region` whose body may use tensors of this builder: each becomes a new
+        block argument, inserted from position ``at`` on; returns the region and the
+        captured tensors (the operands that feed those arguments)."""
+        block = Block(arg_types=list(arg_types))
+        inner = Builder.appending_to(block, self.location)
+        capture = _RegionCapture(inner, self, at)
+        inner.capture = capture
+        out = body(inner, *[inner.wrap(a) for a in block.args])
+        outs = out if isinstance(out, (tuple, list)) else [out]
+        inner.emit("yield", *outs)
+        inner.capture = None
+        return Region(block), capture.tensors
 
     def while_loop(self, init: Tensor, cond, body, max_iterations: int | None = None):
         """``rlx.while``: ``cond(b, s)`` returns a one-element i1, ``body(b, s)`` the state."""
