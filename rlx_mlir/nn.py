@@ -71,11 +71,14 @@ def cos(x: Tensor) -> Tensor:
 
 
 def softplus(x: Tensor) -> Tensor:
-    """``log(1 + exp(x))``, without overflow: ``max(x, 0) + log(1 + exp(-|x|))``.
+    """``log(1 + exp(x))``, without overflow: ``x + log(1 + exp(-x))`` for ``x > 0``, else
+    ``log(1 + exp(x))``, each exp of a clamped argument so that neither branch nor its
+    derivative overflows (the derivative at 0 is 0.5, as in JAX and PyTorch).
 
     >>> rlx.nn.softplus(z)                                       # doctest: +SKIP
     """
-    return relu(x) + log(1.0 + exp(-abs(x)))
+    positive = x + log(1.0 + exp(-maximum(x, 0.0)))
+    return where(x > 0, positive, log(1.0 + exp(minimum(x, 0.0))))
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:

@@ -377,16 +377,23 @@ def _prepare_if(b: Builder, op: IfOp, operands: list[Tensor]) -> list[Tensor]:
 @PREPARE_AD.register(WhileOp)
 def _prepare_while(b: Builder, op: WhileOp, operands: list[Tensor]) -> list[Tensor]:
     """Unrolled ``max_iterations`` times, each step masked by ``cond`` so that an early
-    exit is honoured exactly: ``s = where(cond(s), body(s), s)``."""
+    exit is honoured exactly: ``s = where(cond(s), body(a), s)``, where ``a`` is the last
+    state ``cond`` held for (``s`` while looping). After the exit the masked steps thus
+    rerun a step the loop really took, not the body on a state it never saw (``s +
+    exp(s)`` there overflows, and its zero cotangent times an infinite derivative was NaN).
+    """
     bound = op.attr("max_iterations")
     if bound is None:
         raise RlxError("'rlx.while' needs a max_iterations attribute to be differentiated "
                        "(autodiff unrolls it)", op=op)
     (state,) = operands
-    for _ in range(bound):
+    anchor = state
+    for step in range(bound):
         (p,) = _inline(b, op.cond, [state])
-        (nxt,) = _inline(b, op.body, [state])
-        state = b.where(_scalar_predicate(b, p), nxt, state)
+        looping = _scalar_predicate(b, p)
+        anchor = b.where(looping, state, anchor) if step else state
+        (nxt,) = _inline(b, op.body, [anchor])
+        state = b.where(looping, nxt, state)
     return [state]
 
 

@@ -406,6 +406,18 @@ def test_jvp_of_jvp_and_vmap_of_jvp_through_while_loop_match_jax():
     close(rlx.vmap(inner(ours))(batch), jax.vmap(inner(theirs))(batch))
 
 
+def test_grad_of_while_loop_is_finite_where_the_body_overflows_after_the_exit():
+    """The masked steps after the exit rerun the last real step, not the body on the final
+    state (exp(11966) there was inf, and 0 * inf made the gradient NaN)."""
+    def make(lib, c, **kw):
+        return lambda x: c.while_loop(lambda s: s < 50.0, lambda s: s + lib.exp(s), x, **kw)
+    x = np.float64(2.0)
+    got = rlx.grad(make(*RLX, max_iterations=10))(x)
+    want = jax.jvp(make(*JAX), (x,), (np.float64(1.0),))[1]
+    assert np.isfinite(got)
+    close(got, want)
+
+
 def test_grad_of_while_loop_without_max_iterations_is_an_error():
     with pytest.raises(RlxError, match="needs a max_iterations"):
         rlx.grad(lambda x: rlx.while_loop(lambda s: s.sum() < 5.0, lambda s: s * 1.5, x).sum()

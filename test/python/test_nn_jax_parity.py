@@ -41,6 +41,12 @@ def test_value_and_gradient_match_jax(name):
     np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
 
 
+def test_softplus_at_zero_has_derivative_one_half_like_jax():
+    zeros = np.zeros(3)
+    np.testing.assert_array_equal(rlx.grad(lambda x: rlx.nn.softplus(x).sum())(zeros),
+                                  jax.grad(lambda x: jax.nn.softplus(x).sum())(zeros))
+
+
 @pytest.mark.parametrize(("ids", "dtype"), [(np.array([0, 2, 5, -1, 1], np.int32), "f32"),
                                             (np.array([[3, 0], [1, 7]], np.int64), "f64")])
 def test_one_hot_matches_jax(ids, dtype):
