@@ -39,14 +39,16 @@ def _with_ops(dialect: Dialect, added: Sequence[type[Operation]]) -> Dialect:
 
 def make_context(allow_unregistered: bool = False) -> Context:
     """A context with the rlx dialect and the upstream dialects we lower to, including the
-    ``scf.forall`` ops of ``--lower-to-linalg`` output (so rlx-opt re-reads it)."""
+    ``scf.forall`` and ``linalg.batch_matmul`` ops of ``--lower-to-linalg`` output (so
+    rlx-opt re-reads it)."""
     from rlx_mlir.lowering.forall import ForallOp, InParallelOp, ParallelInsertSliceOp
+    from rlx_mlir.lowering.linalg_ext import BatchMatmulOp
 
     ctx = Context(allow_unregistered=allow_unregistered)
     for dialect in (
         builtin.Builtin, func.Func, arith.Arith, math.Math, bufferization.Bufferization, Rlx,
         _with_ops(tensor.Tensor, [ParallelInsertSliceOp]),
-        linalg.Linalg,
+        _with_ops(linalg.Linalg, [BatchMatmulOp]),
         _with_ops(scf.Scf, [ForallOp, InParallelOp]),
     ):
         ctx.load_dialect(dialect)

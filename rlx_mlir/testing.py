@@ -42,9 +42,16 @@ _F32_TENSOR = re.compile(r"tensor<((?:\d+x)*)f32>")
 
 
 def promote_to_f64(module: ModuleOp | str) -> ModuleOp:
-    """A copy of ``module`` with every f32 tensor (values and constants) made f64."""
+    """A copy of ``module`` with every f32 tensor (values and constants) made f64; the ops
+    keep the source locations of ``module``'s (an error names the user's file)."""
     text = module if isinstance(module, str) else to_text(module)
-    return parse(_F32_TENSOR.sub(r"tensor<\1f64>", text))
+    promoted = parse(_F32_TENSOR.sub(r"tensor<\1f64>", text))
+    if not isinstance(module, str):
+        pairs = list(zip(module.walk(), promoted.walk(), strict=False))
+        if all(a.name == b.name for a, b in pairs):
+            for source, copy in pairs:
+                copy.location = source.location
+    return promoted
 
 
 @dataclass

@@ -339,6 +339,10 @@ class AttentionOp(RlxOp):
     set; ``s += mask[b, h]`` for ``bias``; the keys dropped by ``mask_kind`` get
     probability exactly 0; ``O = softmax(s) V``. A query row whose every key is
     masked (e.g. causal with S > S_kv, or a custom mask of all pads) outputs zeros.
+    With S != S_kv the queries are aligned to the end of the keys, as when decoding with
+    a KV cache: query i sits at position ``p = S_kv - S + i``, causal keeps keys
+    ``<= p`` and sliding_window keys ``p - window .. p`` (PyTorch's ``is_causal`` aligns
+    to the start instead; the two agree when S = S_kv).
 
     Example::
 
@@ -359,7 +363,7 @@ class AttentionOp(RlxOp):
         "head_dim": "i64, required: D (q width Hq*D, k/v width Hkv*D)",
         "mask_kind": "string, default none: " + "|".join(MASK_KINDS),
         "window": ("i64 >= 0, required iff mask_kind = sliding_window: query i keeps keys "
-                   "i-window..i (window + 1 keys, causal)"),
+                   "p-window..p, p = S_kv - S + i (window + 1 keys, causal)"),
         "score_scale": "f32, default 1/sqrt(head_dim)",
         "softcap": "f32 > 0, default none: scores become softcap*tanh(s/softcap)",
     }

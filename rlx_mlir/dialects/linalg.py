@@ -106,7 +106,7 @@ class MatmulOp(RlxOp):
     def _matrix(cls, t: TensorType, what: str) -> tuple[int, ...]:
         shape = shape_of(t)
         if len(shape) < 2:
-            raise ShapeError(f"'{cls.name}' {what} must have rank >= 2, got {t}")
+            raise ShapeError(f"{what} must have rank >= 2, got {t}")
         return shape
 
 

@@ -27,6 +27,7 @@ class Expectation:
     line: int
     text: str
     comment_line: int
+    comment_col: int = 1
     matched: bool = False
 
 
@@ -46,7 +47,8 @@ def expectations(text: str, line_offset: int = 0) -> list[Expectation]:
                 target = line + int(where)
             elif where:
                 target = int(where) + line_offset
-            found.append(Expectation(m.group("kind"), target, m.group("text"), line))
+            found.append(Expectation(m.group("kind"), target, m.group("text"), line,
+                                     m.start() + 1))
     return found
 
 
@@ -82,7 +84,8 @@ def check(expected: list[Expectation], errors: list[RlxError], filename: str) ->
     for error in errors:
         line = error.loc.line if error.loc is not None else None
         if _match(expected, "error", line, error.message) is None:
-            problems.append(f"{error}\n{filename}: error: unexpected error: {error.message}")
+            at = str(error.loc) if error.loc is not None else filename
+            problems.append(f"{at}: error: unexpected error: {error.message}")
         for note in error.notes:
             if _match(expected, "note", _note_line(error, note), note) is None:
                 where = _note_line(error, note)
@@ -91,7 +94,8 @@ def check(expected: list[Expectation], errors: list[RlxError], filename: str) ->
     for e in expected:
         if not e.matched:
             problems.append(
-                f"{filename}:{e.comment_line}: error: expected {e.kind} \"{e.text}\" "
+                f"{filename}:{e.comment_line}:{e.comment_col}: error: expected {e.kind} "
+                f"\"{e.text}\" "
                 f"at line {e.line} was not produced"
             )
     return problems

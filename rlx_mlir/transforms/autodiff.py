@@ -447,7 +447,9 @@ def _grad_of(walk: _Walk, f: func.FuncOp, arg: SSAValue, index: int,
     if not options.zero_missing_wrt:
         raise RlxError(
             f"no gradient reaches '{name}': the loss of @{f.sym_name.data} does not depend on "
-            f"it (use zero-missing-wrt=true to get zeros)", op=f)
+            f"it, or only through operands that get no gradient by definition (e.g. "
+            f"batch_norm_inference's mean and variance, rope's cos and sin); leave it out of "
+            f"wrt, or use zero-missing-wrt=true to get zeros", op=f)
     return walk.ctx.zeros(shape_of(arg.type), dtype_of(arg.type))
 
 

@@ -19,7 +19,7 @@ func.func @batch_not_broadcastable(%a: tensor<2x4x8xf32>, %b: tensor<3x8x5xf32>)
 // -----
 
 func.func @matmul_rank1(%a: tensor<8xf32>, %b: tensor<8x5xf32>) -> tensor<5xf32> {
-  // expected-error @below {{'rlx.matmul' lhs must have rank >= 2, got tensor<8xf32>}}
+  // expected-error @below {{'rlx.matmul' op lhs must have rank >= 2, got tensor<8xf32>}}
   %0 = rlx.matmul %a, %b : (tensor<8xf32>, tensor<8x5xf32>) -> tensor<5xf32>
   func.return %0 : tensor<5xf32>
 }
@@ -27,7 +27,7 @@ func.func @matmul_rank1(%a: tensor<8xf32>, %b: tensor<8x5xf32>) -> tensor<5xf32>
 // -----
 
 func.func @matmul_rhs_rank1(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4xf32> {
-  // expected-error @below {{'rlx.matmul' rhs must have rank >= 2, got tensor<8xf32>}}
+  // expected-error @below {{'rlx.matmul' op rhs must have rank >= 2, got tensor<8xf32>}}
   %0 = rlx.matmul %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
