@@ -631,8 +631,23 @@ def _lower_conv2d(op: Conv2dOp, e: Any, x: SSAValue, w: SSAValue,
     init = (e.fill(0.0, grouped_shape, dtype) if bias is None
             else grouped_bias_init(e, bias, grouped_shape))
     xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
-    y = grouped_correlation(e, xp, split_dim(e, w, 0, g), init, cfg.stride, cfg.dilation)
+    correlate = (direct_correlation if shape_of(w.type)[1] == 1 and g > 1
+                 else grouped_correlation)
+    y = correlate(e, xp, split_dim(e, w, 0, g), init, cfg.stride, cfg.dilation)
     return merge_dims(e, y, 1)
+
+
+def direct_correlation(e: Any, xp: SSAValue, w: SSAValue, init: SSAValue, stride: Pair,
+                       dilation: Pair) -> SSAValue:
+    """One input channel per group (depthwise): ``out[n,g,o,y,x] += sum_{i,j} w[g,o,0,i,j]
+    * xp[n,g,0, y*sh + i*dh, x*sw + j*dw]`` as one generic over the output, no im2col (a
+    per-group matmul would have K = KH*KW and M = O/G: 4-6x slower than PyTorch)."""
+    n, g, o, y, x, i, j = affine_dims(7)
+    zero = AffineExpr.constant(0)
+    read = [window_read(y, i, stride[0], dilation[0]), window_read(x, j, stride[1], dilation[1])]
+    maps = [affine_map(7, [g, o, zero, i, j]), affine_map(7, [n, g, zero, *read]),
+            affine_map(7, [n, g, o, y, x])]
+    return e.generic([w, xp], [init], maps, [PARALLEL] * 5 + [REDUCTION] * 2, multiply_add)
 
 
 def pool_window(e: Any, x: SSAValue, cfg: Pool2dConfig, out_shape: Sequence[int],
