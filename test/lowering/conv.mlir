@@ -20,19 +20,19 @@
 // CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[XP:.*]] = tensor.pad %x low[0, 0, 1, 0] high[0, 0, 1, 0]
 // CHECK: tensor.yield %[[ZERO]] : f32
-// CHECK: } : tensor<1x4x5x5xf32> to tensor<1x4x7x5xf32>
-// CHECK: %[[XG:.*]] = tensor.expand_shape %[[XP]] {{.*}} into tensor<1x2x2x7x5xf32>
-// CHECK: %[[WG:.*]] = tensor.expand_shape %w {{.*}} into tensor<2x3x2x3x3xf32>
-// CHECK: %[[PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[XG]], %{{.*}} : tensor<1x2x2x7x5xf32>, tensor<1xf32>) outs(%{{.*}} : tensor<2x2x3x3x1x3x2xf32>)
+// CHECK: } : tensor<1x6x5x5xf32> to tensor<1x6x7x5xf32>
+// CHECK: %[[XG:.*]] = tensor.expand_shape %[[XP]] {{.*}} into tensor<1x2x3x7x5xf32>
+// CHECK: %[[WG:.*]] = tensor.expand_shape %w {{.*}} into tensor<2x3x3x3x3xf32>
+// CHECK: %[[PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[XG]], %{{.*}} : tensor<1x2x3x7x5xf32>, tensor<1xf32>) outs(%{{.*}} : tensor<2x3x3x3x1x3x2xf32>)
 // CHECK-NEXT: ^bb0(%[[V:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
 // CHECK-NEXT: linalg.yield %[[V]] : f32
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[WG]], %[[PATCHES]] : tensor<2x3x2x3x3xf32>, tensor<2x2x3x3x1x3x2xf32>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[WG]], %[[PATCHES]] : tensor<2x3x3x3x3xf32>, tensor<2x3x3x3x1x3x2xf32>)
 // CHECK: arith.mulf
 // CHECK: arith.addf
 // CHECK: tensor.collapse_shape {{.*}} into tensor<1x6x3x2xf32>
 // LLVM-LABEL: llvm.func @conv_bias_groups
-func.func @conv_bias_groups(%x: tensor<1x4x5x5xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>) -> tensor<1x6x3x2xf32> {
-  %y = rlx.conv2d %x, %w, %b {groups = 2 : i64, padding = array<i64: 1, 0>, stride = array<i64: 2, 2>} : (tensor<1x4x5x5xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<1x6x3x2xf32>
+func.func @conv_bias_groups(%x: tensor<1x6x5x5xf32>, %w: tensor<6x3x3x3xf32>, %b: tensor<6xf32>) -> tensor<1x6x3x2xf32> {
+  %y = rlx.conv2d %x, %w, %b {groups = 2 : i64, padding = array<i64: 1, 0>, stride = array<i64: 2, 2>} : (tensor<1x6x5x5xf32>, tensor<6x3x3x3xf32>, tensor<6xf32>) -> tensor<1x6x3x2xf32>
   func.return %y : tensor<1x6x3x2xf32>
 }
 
@@ -85,16 +85,40 @@ func.func @pools(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x2x
 // CHECK: %[[DY_PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 + (d2 * -1)) + 2), ((d6 + (d3 * -1)) + 2))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
 // CHECK-SAME: outs(%{{.*}} : tensor<2x3x3x3x1x8x8xf32>)
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%{{.*}}, %[[DY_PATCHES]] :
-// CHECK: tensor.collapse_shape {{.*}} into tensor<1x4x8x8xf32>
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x6x8x8xf32>
 // CHECK: tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: %[[X_PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
-// CHECK-SAME: outs(%{{.*}} : tensor<2x2x3x3x1x4x4xf32>)
+// CHECK-SAME: outs(%{{.*}} : tensor<2x3x3x3x1x4x4xf32>)
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d2, d3, d4, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[X_PATCHES]], %{{.*}} :
-// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0 : i64, 1 : i64], [2 : i64], [3 : i64], [4 : i64]] : tensor<2x3x2x3x3xf32> into tensor<6x2x3x3xf32>
-func.func @conv_backward(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: tensor<1x6x4x4xf32>) -> (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) {
-  %dx = rlx.conv2d_backward_input %dy, %w {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x6x4x4xf32>, tensor<6x2x3x3xf32>) -> tensor<1x4x8x8xf32>
-  %dw = rlx.conv2d_backward_weight %x, %dy {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>, tensor<1x6x4x4xf32>) -> tensor<6x2x3x3xf32>
-  func.return %dx, %dw : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>
+// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0 : i64, 1 : i64], [2 : i64], [3 : i64], [4 : i64]] : tensor<2x3x3x3x3xf32> into tensor<6x3x3x3xf32>
+func.func @conv_backward(%x: tensor<1x6x8x8xf32>, %w: tensor<6x3x3x3xf32>, %dy: tensor<1x6x4x4xf32>) -> (tensor<1x6x8x8xf32>, tensor<6x3x3x3xf32>) {
+  %dx = rlx.conv2d_backward_input %dy, %w {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x6x4x4xf32>, tensor<6x3x3x3xf32>) -> tensor<1x6x8x8xf32>
+  %dw = rlx.conv2d_backward_weight %x, %dy {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x6x8x8xf32>, tensor<1x6x4x4xf32>) -> tensor<6x3x3x3xf32>
+  func.return %dx, %dw : tensor<1x6x8x8xf32>, tensor<6x3x3x3xf32>
+}
+
+// Depthwise conv and its backward ops (at most DIRECT_MAX_CHANNELS = 2 reduced channels per
+// group): no im2col. conv2d and conv2d_backward_input are one direct generic each, loops
+// (n, g, o, y, x | c, i, j); the input gradient reads the flipped taps of the spread dy
+// and the weight as w[g, c, o, i, j]. conv2d_backward_weight sums per-column partials
+// p[g, o, c, i, j, x] over (n, y) -- loops (g | n | o, c | y | i, j, x), the row
+// innermost -- then reduces p over x.
+// CHECK-LABEL: func.func @depthwise
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, (d3 + d6), (d4 + d7))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK-SAME: outs(%{{.*}} : tensor<2x3x1x8x8xf32>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, ((d3 + (d6 * -1)) + 2), ((d4 + (d7 * -1)) + 2))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK-SAME: outs(%{{.*}} : tensor<2x3x1x8x8xf32>)
+// CHECK: tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[P:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d0, d3, (d4 + d5), (d7 + d6))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d0, d2, d4, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d2, d3, d5, d6, d7)>], iterator_types = ["parallel", "reduction", "parallel", "parallel", "reduction", "parallel", "parallel", "parallel"]}
+// CHECK-SAME: outs(%{{.*}} : tensor<3x1x1x3x3x8xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]] : tensor<3x1x1x3x3x8xf32>) outs(%{{.*}} : tensor<3x1x1x3x3xf32>)
+// CHECK: tensor.collapse_shape {{.*}} into tensor<3x1x3x3xf32>
+// LLVM-LABEL: llvm.func @depthwise
+func.func @depthwise(%x: tensor<2x3x8x8xf32>, %w: tensor<3x1x3x3xf32>, %dy: tensor<2x3x8x8xf32>) -> (tensor<2x3x8x8xf32>, tensor<2x3x8x8xf32>, tensor<3x1x3x3xf32>) {
+  %y = rlx.conv2d %x, %w {groups = 3 : i64, padding = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x8x8xf32>
+  %dx = rlx.conv2d_backward_input %dy, %w {groups = 3 : i64, padding = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x8x8xf32>
+  %dw = rlx.conv2d_backward_weight %x, %dy {groups = 3 : i64, padding = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<2x3x8x8xf32>) -> tensor<3x1x3x3xf32>
+  func.return %y, %dx, %dw : tensor<2x3x8x8xf32>, tensor<2x3x8x8xf32>, tensor<3x1x3x3xf32>
 }
 
 // max_pool2d_backward: (1) one generic with two outputs folds (window max, first tap), loops

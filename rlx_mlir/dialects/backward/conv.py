@@ -441,6 +441,8 @@ from rlx_mlir.dialects.conv import (  # noqa: E402
     REDUCTION,
     affine_dims,
     affine_map,
+    direct_correlation,
+    direct_form,
     grouped_correlation,
     merge_dims,
     multiply_add,
@@ -495,7 +497,8 @@ def _lower_conv2d_backward_input(op: Conv2dBackwardInputOp, e: Any, dy: SSAValue
     g = cfg.groups
     init = e.fill(0.0, (n, g, c_in // g, h, wd), dy.type.element_type)  # type: ignore[attr-defined]
     flipped = (-cfg.dilation[0], -cfg.dilation[1])
-    dx = grouped_correlation(e, split_dim(e, zdy, 1, g), split_dim(e, w, 0, g), init,
+    correlate = direct_correlation if direct_form(shape_of(w.type)[0] // g, g) else grouped_correlation
+    dx = correlate(e, split_dim(e, zdy, 1, g), split_dim(e, w, 0, g), init,
                              (1, 1), flipped, reach, weight_out_first=False)
     return merge_dims(e, dx, 1)
 
@@ -508,15 +511,43 @@ def _lower_conv2d_backward_weight(op: Conv2dBackwardWeightOp, e: Any, x: SSAValu
     c_out, c_per_group, kh, kw = shape_of(op.result.type)
     g = cfg.groups
     xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
-    patches = window_patches(e, xp, tuple(shape_of(dy.type)[2:]), (kh, kw),  # type: ignore[arg-type]
+    init = e.fill(0.0, (g, c_out // g, c_per_group, kh, kw), x.type.element_type)  # type: ignore[attr-defined]
+    weight = direct_weight_gradient if direct_form(c_per_group, g) else im2col_weight_gradient
+    return merge_dims(e, weight(e, xp, split_dim(e, dy, 1, g), init, cfg), 0)
+
+
+def im2col_weight_gradient(e: Any, xp: SSAValue, dy: SSAValue, init: SSAValue,
+                           cfg: Conv2dConfig) -> SSAValue:
+    """Loops ``(g, o, c, i, j | n, y, x)`` over the :func:`window_patches` of ``xp``: per
+    group a ``[O, N*Ho*Wo] @ [N*Ho*Wo, C*KH*KW]`` matmul."""
+    kernel = tuple(shape_of(init.type)[3:])
+    patches = window_patches(e, xp, tuple(shape_of(dy.type)[3:]), kernel,  # type: ignore[arg-type]
                              cfg.stride, cfg.dilation)
     gg, o, c, i, j, n, y, xo = affine_dims(8)
     maps = [affine_map(8, [gg, c, i, j, n, y, xo]), affine_map(8, [n, gg, o, y, xo]),
             affine_map(8, [gg, o, c, i, j])]
-    init = e.fill(0.0, (g, c_out // g, c_per_group, kh, kw), x.type.element_type)  # type: ignore[attr-defined]
-    dw = e.generic([patches, split_dim(e, dy, 1, g)], [init], maps,
-                   [PARALLEL] * 5 + [REDUCTION] * 3, multiply_add)
-    return merge_dims(e, dw, 0)
+    return e.generic([patches, dy], [init], maps, [PARALLEL] * 5 + [REDUCTION] * 3, multiply_add)
+
+
+def direct_weight_gradient(e: Any, xp: SSAValue, dy: SSAValue, init: SSAValue,
+                           cfg: Conv2dConfig) -> SSAValue:
+    """Few channels per group: per-column partial sums ``p[g,o,c,i,j,x] = sum_{n,y}
+    xp[..] * dy[..]``, loops ``(g | n | o, c | y | i, j, x)`` (an image's planes of the
+    group stay in cache for every channel pair and tap, and the innermost loop runs along
+    the row), then ``dw = sum_x p``. The im2col form wrote KH*KW copies of the input for a
+    matmul with M = O/G."""
+    wo = shape_of(dy.type)[-1]
+    g, n, o, c, y, i, j, x = affine_dims(8)
+    read = [window_read(y, i, cfg.stride[0], cfg.dilation[0]),
+            window_read(x, j, cfg.stride[1], cfg.dilation[1])]
+    maps = [affine_map(8, [n, g, c, *read]), affine_map(8, [n, g, o, y, x]),
+            affine_map(8, [g, o, c, i, j, x])]
+    iterators = [PARALLEL, REDUCTION, PARALLEL, PARALLEL, REDUCTION] + [PARALLEL] * 3
+    zeros = e.fill(0.0, (*shape_of(init.type), wo), init.type.element_type)  # type: ignore[attr-defined]
+    partial = e.generic([xp, dy], [zeros], maps, iterators, multiply_add)
+    dims = affine_dims(6)
+    return e.generic([partial], [init], [affine_map(6, dims), affine_map(6, dims[:5])],
+                     [PARALLEL] * 5 + [REDUCTION], lambda s, v, acc: s.add(acc, v))
 
 
 TAPS_OUTSIDE_PIXELS = [PARALLEL, PARALLEL, REDUCTION, REDUCTION, PARALLEL, PARALLEL]
