@@ -67,7 +67,7 @@ def jvp(target: Any, *args: Any, **kwargs: Any) -> Any:
 
 def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
     """``vmap(module, func, batched, size)``: the ``--vmap`` pass (adds ``@f_vmap``);
-    ``vmap(fn, in_axes=0)``: JAX-style batching of a Python function."""
+    ``vmap(fn, in_axes=0, out_axes=0)``: JAX-style batching of a Python function."""
     if isinstance(target, ModuleOp):
         from rlx_mlir.transforms.vmap import vmap as vmap_pass
 

@@ -6,14 +6,20 @@
 >>> rlx.jacfwd(f)(np.ones(3)).shape, rlx.hessian(lambda x: (x ** 3).sum())(np.ones(2)).shape
 ((3, 3), (2, 2))
 
-The differentiated arguments and the function's output are single float arrays (the
-Jacobian of an ``[m...]`` output with respect to an ``[n...]`` argument is
-``[m..., n...]``). Called outside a trace, the whole computation is compiled natively.
+Arguments and outputs are pytrees of float arrays, as in JAX: the Jacobian of output leaf
+``o`` with respect to argument leaf ``a`` has shape ``o.shape + a.shape``, and the result
+is the output's pytree holding, per output leaf, the differentiated argument's pytree (a
+tuple of them when ``argnums`` is a tuple). All the argument leaves are differentiated in
+one batched ``jvp`` (``jacfwd``) or one batched gradient (``jacrev``). Called outside a
+trace, the whole computation is compiled natively.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,95 +27,240 @@ import numpy as np
 from rlx_mlir.builder import Tensor
 from rlx_mlir.dialects.base import NUMPY_DTYPES
 from rlx_mlir.frontend.tracing import (
+    TreeDef,
     _active,
     _argnums,
+    _as_array,
+    _at,
     _check_callable,
+    _describe_tree,
     _error,
+    _leaf_count,
     _resolve_argnums,
+    _spec,
+    flatten,
     grad,
     jit,
     jvp,
+    unflatten,
     vmap,
 )
 
 __all__ = ["hessian", "jacfwd", "jacrev"]
 
+Spec = tuple[tuple[int, ...], str]
+"""A leaf's shape and rlx dtype."""
 
-def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """The Jacobian of ``fn`` by forward mode: one ``jvp`` per element of the argument.
 
-    >>> J = rlx.jacfwd(lambda x: x * x)(np.arange(3.0))        # doctest: +SKIP
+def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``fn`` by forward mode: one ``jvp`` per argument element, batched.
+    With ``has_aux``, ``fn`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``.
+
+    >>> J = rlx.jacfwd(lambda p: p["w"] * p["b"])({"w": w, "b": b})  # doctest: +SKIP
+    >>> J["w"].shape == w.shape + w.shape                            # doctest: +SKIP
     """
-    return _jacobian(fn, argnums, "jacfwd", _forward_columns)
+    return _jacobian(fn, argnums, has_aux, "jacfwd", _forward_blocks)
 
 
-def jacrev(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """The Jacobian of ``fn`` by reverse mode: one gradient per element of the output.
+def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``fn`` by reverse mode: one gradient per output element, batched.
+    With ``has_aux``, ``fn`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``.
 
-    >>> J = rlx.jacrev(lambda x: x * x)(np.arange(3.0))        # doctest: +SKIP
+    >>> Jx, Jy = rlx.jacrev(lambda x, y: x * y, argnums=(0, 1))(x, y)  # doctest: +SKIP
     """
-    return _jacobian(fn, argnums, "jacrev", _reverse_rows)
+    return _jacobian(fn, argnums, has_aux, "jacrev", _reverse_blocks)
 
 
-def hessian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """The Hessian of a scalar ``fn``: ``jacfwd(jacrev(fn))`` (forward over reverse).
+def hessian(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Hessian of a scalar ``fn``: ``jacfwd(jacrev(fn))`` (forward over reverse); for a
+    dict argument ``p``, ``H[k1][k2]`` has shape ``p[k1].shape + p[k2].shape``.
 
     >>> H = rlx.hessian(lambda x: (x ** 3).sum())(np.ones(2))   # doctest: +SKIP
     """
-    _check_callable(fn, "hessian")
-    return jacfwd(jacrev(fn, argnums), argnums)
+    inner = _jacobian(fn, argnums, has_aux, "hessian", _reverse_blocks)
+    return _jacobian(inner, argnums, has_aux, "hessian", _forward_blocks)
 
 
-Columns = Callable[[Callable[[Any], Any], Any, str], Any]
+Blocks = list[list[Any]]
+"""``blocks[o][j]``: the Jacobian of output leaf ``o`` w.r.t. differentiated leaf ``j``."""
 
 
-def _jacobian(fn: Callable, argnums: Any, caller: str, columns: Columns) -> Callable:
+def _jacobian(fn: Callable, argnums: Any, has_aux: Any, caller: str,
+              method: Callable[[_Problem], Blocks]) -> Callable:
     _check_callable(fn, caller)
     nums = _argnums(argnums, caller)
+    if not isinstance(has_aux, bool):
+        raise _error(f"{caller}: has_aux must be a bool; got {has_aux!r}")
+    sequence = isinstance(argnums, (tuple, list))
 
     def jacobian(*args: Any) -> Any:
         if not _active():
-            return jit(jacobian)(*args)
+            return compiled(*args)
         picked = _resolve_argnums(nums, len(args), caller)
-        found = [columns(_partial(fn, args, i), args[i], caller) for i in picked]
-        return found[0] if isinstance(argnums, int) else tuple(found)
+        problem = _problem(fn, args, picked, has_aux, caller)
+        found = problem.assemble(method(problem), picked, sequence)
+        return (found, problem.aux) if has_aux else found
 
-    jacobian.__name__ = f"{caller}_{getattr(fn, '__name__', 'fn')}"
+    jacobian.__name__ = f"{caller}_{getattr(fn, '__name__', 'fn')}".replace("<lambda>", "fn")
+    compiled = jit(jacobian)
     return jacobian
 
 
-def _partial(fn: Callable, args: Sequence[Any], i: int) -> Callable[[Any], Any]:
-    """``fn`` as a function of argument ``i`` alone (the others fixed)."""
-    return lambda x: fn(*args[:i], x, *args[i + 1:])
+@dataclass
+class _Problem:
+    """A Jacobian in flat form: ``fn`` as a function of the differentiated leaves ``xs``
+    (those of ``args[i]`` for i in ``unique``, of structures ``trees``) to its output
+    leaves, of structure ``out_tree`` and specs ``outs``; ``aux`` as ``fn`` returned it."""
+
+    fn: Callable
+    args: tuple
+    unique: tuple[int, ...]
+    trees: list[TreeDef]
+    xs: list[Tensor]
+    out_tree: TreeDef
+    outs: list[Spec]
+    aux: Any
+    has_aux: bool
+    caller: str
+
+    def outputs(self, *xs: Any) -> list[Any]:
+        """The output leaves of ``fn`` with ``xs`` in place of the differentiated leaves."""
+        args, position = list(self.args), 0
+        for i, tree in zip(self.unique, self.trees, strict=True):
+            n = _leaf_count(tree)
+            args[i] = unflatten(tree, list(xs[position:position + n]))
+            position += n
+        out, _ = _split_aux(self.fn(*args), self.has_aux, self.caller)
+        return [leaf for _, leaf in flatten(out)[0]]
+
+    @property
+    def specs(self) -> list[Spec]:
+        return [(x.shape, x.dtype) for x in self.xs]
+
+    def zeros(self) -> Blocks:
+        """Every block zero (nothing to differentiate, or an empty output)."""
+        b = _active()[-1]
+        return [[b.constant(np.zeros((*o, *x), NUMPY_DTYPES[dtype])) for x, dtype in self.specs]
+                for o, _ in self.outs]
+
+    def assemble(self, blocks: Blocks, picked: tuple[int, ...], sequence: bool) -> Any:
+        """The output's pytree of (per ``argnums`` entry) the argument's pytree of blocks."""
+        starts = dict(zip(self.unique, _offsets([_leaf_count(t) for t in self.trees]),
+                          strict=True))
+        trees = dict(zip(self.unique, self.trees, strict=True))
+
+        def per_argument(row: list[Any], i: int) -> Any:
+            return unflatten(trees[i], row[starts[i]:starts[i] + _leaf_count(trees[i])])
+
+        per_output = [tuple(per_argument(row, i) for i in picked) if sequence
+                      else per_argument(row, picked[0]) for row in blocks]
+        return unflatten(self.out_tree, per_output)
 
 
-def _float_array(value: Any, what: str, caller: str) -> Tensor:
-    if not isinstance(value, Tensor):
-        raise _error(f"{caller}: {what} must be a single array (pytrees are not supported "
-                     f"here); got {type(value).__name__}")
-    if value.dtype not in ("f32", "f64"):
-        raise _error(f"{caller}: {what} must be a float array; got {value.dtype}")
-    return value
+def _problem(fn: Callable, args: tuple, picked: tuple[int, ...], has_aux: bool,
+             caller: str) -> _Problem:
+    """Check and flatten the differentiated arguments and ``fn``'s output at ``args``."""
+    unique = tuple(dict.fromkeys(picked))
+    trees, xs = [], []
+    for i in unique:
+        leaves, tree = flatten(args[i])
+        trees.append(tree)
+        xs += [_float_tensor(leaf, f"the differentiated argument {i}"
+                             f"{_at(path) if tree.kind != 'leaf' else ''}", caller)
+               for path, leaf in leaves]
+    out, aux = _split_aux(fn(*args), has_aux, caller)
+    leaves, out_tree = flatten(out)
+    outs = [_float_spec(leaf, f"the output{_at(path) if out_tree.kind != 'leaf' else ''}",
+                        caller) for path, leaf in leaves]
+    return _Problem(fn, args, unique, trees, xs, out_tree, outs, aux, has_aux, caller)
 
 
-def _basis(shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """``[n, *shape]``: the unit vectors of a ``shape`` array, one per element."""
-    n = int(np.prod(shape))
-    return np.eye(n, dtype=NUMPY_DTYPES[dtype]).reshape((n, *shape))
+def _split_aux(out: Any, has_aux: bool, caller: str) -> tuple[Any, Any]:
+    """``(output, aux)`` of ``fn``'s result (``aux`` None without ``has_aux``)."""
+    if not has_aux:
+        return out, None
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise _error(f"{caller}(has_aux=True) requires a function returning a pair "
+                     f"(output, aux); it returned {_describe_tree(flatten(out)[1])}")
+    return out[0], out[1]
 
 
-def _forward_columns(f: Callable[[Any], Any], x: Any, caller: str) -> Tensor:
-    """``[*out, *x]``: the JVPs along every unit vector of ``x``, batched."""
-    x = _float_array(x, "the differentiated argument", caller)
-    out = _float_array(f(x), "the output", caller)
-    columns = vmap(lambda t: jvp(f, (x,), (t,))[1])(_basis(x.shape, x.dtype))
-    flat = columns.reshape((columns.shape[0], int(np.prod(out.shape))))
-    return flat.T.reshape((*out.shape, *x.shape))
+def _float_spec(leaf: Any, what: str, caller: str) -> Spec:
+    shape, dtype = _spec(leaf)
+    if dtype not in ("f32", "f64"):
+        raise _error(f"{caller}: {what} must be a float array; got {dtype}")
+    return shape, dtype
 
 
-def _reverse_rows(f: Callable[[Any], Any], x: Any, caller: str) -> Tensor:
-    """``[*out, *x]``: the gradients of every output element, batched."""
-    x = _float_array(x, "the differentiated argument", caller)
-    out = _float_array(f(x), "the output", caller)
-    rows = vmap(lambda ct: grad(lambda xi: (f(xi) * ct).sum())(x))(_basis(out.shape, out.dtype))
-    return rows.reshape((*out.shape, *x.shape))
+def _float_tensor(leaf: Any, what: str, caller: str) -> Tensor:
+    """A differentiated leaf as a float Tensor of the innermost trace."""
+    _float_spec(leaf, what, caller)
+    return leaf if isinstance(leaf, Tensor) else _active()[-1].constant(_as_array(leaf))
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _offsets(sizes: Sequence[int]) -> list[int]:
+    """Where each of ``sizes`` starts in their concatenation."""
+    return [int(s) for s in np.cumsum([0, *sizes])[:-1]]
+
+
+def _basis(specs: Sequence[Spec]) -> list[np.ndarray]:
+    """The unit vectors of the leaves ``specs`` taken as one flat vector of N elements:
+    ``[N, *shape]`` per leaf, the identity on its own rows and zero elsewhere."""
+    sizes = [_size(shape) for shape, _ in specs]
+    total = sum(sizes)
+    found = []
+    for (shape, dtype), n, start in zip(specs, sizes, _offsets(sizes), strict=True):
+        rows = np.zeros((total, n), NUMPY_DTYPES[dtype])
+        rows[start:start + n] = np.eye(n, dtype=rows.dtype)
+        found.append(rows.reshape((total, *shape)))
+    return found
+
+
+def _rows(batched: Tensor, start: int, n: int) -> Tensor:
+    """Rows ``start:start + n`` of a batched result."""
+    return batched if n == batched.shape[0] else batched[start:start + n]
+
+
+def _forward_blocks(p: _Problem) -> Blocks:
+    """Every block from one ``vmap`` of ``jvp`` over the unit vectors of all the ``xs``."""
+    specs = p.specs
+    sizes = [_size(shape) for shape, _ in specs]
+    if not sum(sizes) or not sum(_size(o) for o, _ in p.outs):
+        return p.zeros()
+    columns = vmap(lambda ts: jvp(p.outputs, p.xs, ts)[1])(_basis(specs))
+    return [[_forward_block(column, o, x, start, n)
+             for (x, _), start, n in zip(specs, _offsets(sizes), sizes, strict=True)]
+            for column, (o, _) in zip(columns, p.outs, strict=True)]
+
+
+def _forward_block(column: Tensor, out: tuple[int, ...], x: tuple[int, ...], start: int,
+                   n: int) -> Tensor:
+    """``[*out, *x]`` from the ``[N, *out]`` JVPs (rows ``start:start + n`` are ``x``'s)."""
+    flat = _rows(column, start, n).reshape((n, _size(out)))
+    return flat.T.reshape((*out, *x))
+
+
+def _reverse_blocks(p: _Problem) -> Blocks:
+    """Every block from one ``vmap`` of ``grad`` over the unit vectors of all the outputs."""
+    sizes = [_size(o) for o, _ in p.outs]
+    if not sum(sizes) or not sum(_size(x) for x, _ in p.specs):
+        return p.zeros()
+    wrt = tuple(range(len(p.xs)))
+
+    def row(cotangents: list[Tensor]) -> tuple:
+        return grad(lambda *xs: _dot(p.outputs(*xs), cotangents), argnums=wrt)(*p.xs)
+
+    rows = vmap(row)(_basis(p.outs))
+    return [[_rows(r, start, n).reshape((*o, *x.shape)) for r, x in zip(rows, p.xs, strict=True)]
+            for (o, _), start, n in zip(p.outs, _offsets(sizes), sizes, strict=True)]
+
+
+def _dot(outs: Sequence[Any], cotangents: Sequence[Tensor]) -> Tensor:
+    """``sum(<out, cotangent>)`` over the output leaves (in f64 if any of them is)."""
+    terms = [(ct * out).sum() for out, ct in zip(outs, cotangents, strict=True)]
+    dtype = "f64" if any(t.dtype == "f64" for t in terms) else "f32"
+    return functools.reduce(operator.add, [t.astype(dtype) for t in terms])

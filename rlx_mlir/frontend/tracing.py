@@ -694,66 +694,156 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) 
     return gradient
 
 
-def vmap(fn: Callable, in_axes: int | None | Sequence[int | None] = 0) -> Callable:
-    """Map ``fn`` over one axis of the arguments (JAX's ``vmap``): ``in_axes`` is an int or
-    ``None`` for every argument, or a tuple/list with one entry per argument; an int entry
-    (negative counts from the end) is the batch axis of every leaf of that argument,
-    ``None`` shares it. Outputs are batched on axis 0."""
+AxisSpec = Any
+"""An ``in_axes``/``out_axes`` entry: an int, ``None``, or a tuple, list or dict of them (a
+pytree prefix: an int or ``None`` stands for every leaf of its subtree)."""
+
+
+def vmap(fn: Callable, in_axes: AxisSpec = 0, out_axes: AxisSpec = 0) -> Callable:
+    """Map ``fn`` over one axis of the arguments (JAX's ``vmap``).
+
+    ``in_axes`` is an int or ``None`` for every argument, or a tuple/list with one entry per
+    argument; an entry is an int (the batch axis of every leaf of that argument, negative
+    counting from the end), ``None`` (shared) or a tuple/list/dict prefix of the argument's
+    pytree. ``out_axes`` is a prefix of the output's pytree: where each output leaf gets the
+    batch axis, or ``None`` for an output that does not depend on the batched inputs.
+
+    >>> rlx.vmap(f, in_axes=({"w": None, "b": 0}, 0), out_axes=-1)(params, x)  # doctest: +SKIP
+    """
     _check_callable(fn, "vmap")
     _check_in_axes(in_axes)
+    _check_axes(out_axes, "out_axes", out_axes)
+    out_key = _freeze(out_axes)
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             raise _error("vmap: pass the arguments positionally (in_axes is per position); "
-                           f"got keyword arguments {', '.join(kwargs)}")
+                         f"got keyword arguments {', '.join(kwargs)}")
         _check_arity(fn, args)
-        axes = _axes_per_argument(in_axes, len(args))
-        moved = [_batch_axis_first(a, axes[i], i) for i, a in enumerate(args)]
-        flags = tuple(None if ax is None else 0 for ax in axes)
-        return _vmapped(fn, flags, _batch_size(moved, flags))(*moved)
+        leaves = _batched_leaves(args, _axes_per_argument(in_axes, len(args)))
+        moved = _move_batch_axes(args, leaves)
+        flags = tuple(leaf.axis is not None for leaf in leaves)
+        return _vmapped(fn, flags, _batch_size(leaves), out_axes, out_key)(*moved)
 
     return batched
 
 
 def _check_in_axes(in_axes: Any) -> None:
-    entries = in_axes if isinstance(in_axes, (tuple, list)) else [in_axes]
-    for entry in entries:
-        if entry is not None and not _is_int(entry):
-            raise _error("vmap: in_axes entries must be ints or None; got "
-                           f"{entry!r} in in_axes={in_axes!r}")
+    """``in_axes`` at the top level is an int, ``None`` or one entry per argument."""
+    if isinstance(in_axes, dict):
+        raise _error("vmap: in_axes must be an int, None or a tuple/list with one entry per "
+                     f"positional argument; got the dict {in_axes!r} (a dict entry is valid "
+                     "inside the tuple, as the prefix of a dict argument: "
+                     "in_axes=({'w': None, 'b': 0},))")
+    _check_axes(in_axes, "in_axes", in_axes)
 
 
-def _axes_per_argument(in_axes: Any, n_args: int) -> list[int | None]:
+def _check_axes(spec: Any, name: str, whole: Any) -> None:
+    """Raise unless every leaf of the prefix ``spec`` is an int or ``None``."""
+    if isinstance(spec, (tuple, list, dict)):
+        for entry in spec.values() if isinstance(spec, dict) else spec:
+            _check_axes(entry, name, whole)
+    elif spec is not None and not _is_int(spec):
+        raise _error(f"vmap: {name} entries must be ints or None; got {spec!r} in "
+                     f"{name}={whole!r} (an entry may also be a tuple, list or dict of them, "
+                     "matching the structure of its value)")
+
+
+def _freeze(spec: Any) -> Any:
+    """A hashable form of an axis prefix (a cache key)."""
+    if isinstance(spec, dict):
+        return "dict", tuple((k, _freeze(spec[k])) for k in sorted(spec))
+    if isinstance(spec, (tuple, list)):
+        return type(spec).__name__, tuple(_freeze(s) for s in spec)
+    return None if spec is None else int(spec)
+
+
+def _axes_per_argument(in_axes: Any, n_args: int) -> list[AxisSpec]:
     if not isinstance(in_axes, (tuple, list)):
         return [in_axes] * n_args
     if len(in_axes) != n_args:
         raise _error(f"vmap: in_axes has {len(in_axes)} entries but the function got "
-                       f"{n_args} argument{'s' * (n_args != 1)}")
+                     f"{n_args} argument{'s' * (n_args != 1)}")
     return list(in_axes)
+
+
+def _prefix_axes(spec: AxisSpec, tree: TreeDef, name: str, where: str) -> list[int | None]:
+    """One axis per leaf of ``tree`` from its prefix ``spec`` (JAX's tree prefixes; a tuple
+    and a list of the same length match either sequence).
+
+    >>> _prefix_axes({"a": 0, "b": None}, flatten({"a": 1, "b": (2, 3)})[1], "in_axes", "x")
+    [0, None, None]
+    """
+    if spec is None or _is_int(spec):
+        return [spec] * _leaf_count(tree)
+    children = _matching_children(spec, tree)
+    if children is None:
+        raise _error(f"vmap: the {name} entry {spec!r} for {where} does not match its "
+                     f"structure: {where} is {_describe_value(tree)} (an entry is an int, "
+                     "None, or a tuple/list/dict with one entry per child)")
+    return [axis for label, s, child in children
+            for axis in _prefix_axes(s, child, name, f"{where}{label}")]
+
+
+def _matching_children(spec: Any, tree: TreeDef) -> list[tuple[str, Any, TreeDef]] | None:
+    """``(label, spec entry, subtree)`` per child when ``spec`` has ``tree``'s node type."""
+    if isinstance(spec, dict) and tree.kind == "dict" and tuple(sorted(spec)) == tree.keys:
+        return [(f"[{k!r}]", spec[k], c) for k, c in zip(tree.keys, tree.children, strict=True)]
+    if isinstance(spec, (tuple, list)) and tree.kind in ("tuple", "list") \
+            and len(spec) == len(tree.children):
+        return [(f"[{i}]", s, c) for i, (s, c) in enumerate(zip(spec, tree.children,
+                                                                  strict=True))]
+    return None
+
+
+def _describe_value(tree: TreeDef) -> str:
+    if tree.kind == "dict":
+        return f"a dict with keys {', '.join(repr(k) for k in tree.keys)}"
+    return _describe_tree(tree).replace("a tensor", "an array")
+
+
+@dataclass(frozen=True)
+class _BatchedLeaf:
+    """One argument leaf, its batch axis (``None``: shared) and its name in errors."""
+
+    value: Any
+    axis: int | None
+    where: str
+
+
+def _batched_leaves(args: Sequence[Any], axes: Sequence[AxisSpec]) -> list[_BatchedLeaf]:
+    """Every argument leaf (in ``flatten(list(args))`` order) with its batch axis."""
+    found = []
+    for i, (arg, spec) in enumerate(zip(args, axes, strict=True)):
+        leaves, tree = flatten(arg)
+        per_leaf = _prefix_axes(spec, tree, "in_axes", f"argument {i}")
+        found += [_BatchedLeaf(leaf, axis, _leaf_name(i, path, tree))
+                  for (path, leaf), axis in zip(leaves, per_leaf, strict=True)]
+    return found
 
 
 def _leaf_name(i: int, path: str, tree: TreeDef) -> str:
     return f"argument {i}" if tree.kind == "leaf" else f"argument {i} (leaf {path})"
 
 
-def _batch_axis_first(arg: Any, axis: int | None, i: int) -> Any:
-    """``arg`` with its batch ``axis`` moved to the front of every leaf (a host
-    ``moveaxis`` for arrays, ``rlx.transpose`` for traced tensors)."""
-    if axis is None:
-        return arg
-    leaves, tree = flatten(arg)
-    moved = []
-    for path, leaf in leaves:
-        rank = len(_spec(leaf)[0])
-        where = _leaf_name(i, path, tree)
-        if rank == 0:
-            raise _error(f"vmap: {where} is 0-d and cannot be batched along axis {axis}")
-        if not -rank <= axis < rank:
-            raise _error(f"vmap: in_axes entry {axis} is out of range for {where} "
-                           f"of rank {rank}")
-        moved.append(_move_to_front(leaf, int(axis) % rank, rank))
-    return unflatten(tree, moved)
+def _move_batch_axes(args: Sequence[Any], leaves: list[_BatchedLeaf]) -> list[Any]:
+    """``args`` with every batched leaf's axis moved to the front (a host ``moveaxis`` for
+    arrays, ``rlx.transpose`` for traced tensors)."""
+    _, tree = flatten(list(args))
+    return unflatten(tree, [_batch_axis_first(leaf) for leaf in leaves])
+
+
+def _batch_axis_first(leaf: _BatchedLeaf) -> Any:
+    if leaf.axis is None:
+        return leaf.value
+    rank = len(_spec(leaf.value)[0])
+    if rank == 0:
+        raise _error(f"vmap: {leaf.where} is 0-d and cannot be batched along axis {leaf.axis}")
+    if not -rank <= leaf.axis < rank:
+        raise _error(f"vmap: in_axes entry {leaf.axis} is out of range for {leaf.where} "
+                     f"of rank {rank}")
+    return _move_to_front(leaf.value, int(leaf.axis) % rank, rank)
 
 
 def _move_to_front(leaf: Any, axis: int, rank: int) -> Any:
@@ -764,15 +854,12 @@ def _move_to_front(leaf: Any, axis: int, rank: int) -> Any:
     return np.ascontiguousarray(np.moveaxis(_as_array(leaf), axis, 0))
 
 
-def _batch_size(args: Sequence[Any], flags: tuple[int | None, ...]) -> int:
-    """The common leading extent of the batched leaves, or a clear error."""
+def _batch_size(leaves: list[_BatchedLeaf]) -> int:
+    """The common leading extent of the batched leaves (moved), or a clear error."""
     first: dict[int, str] = {}
-    for i, (arg, flag) in enumerate(zip(args, flags, strict=True)):
-        if flag is None:
-            continue
-        leaves, tree = flatten(arg)
-        for path, leaf in leaves:
-            first.setdefault(_spec(leaf)[0][0], _leaf_name(i, path, tree))
+    for leaf in leaves:
+        if leaf.axis is not None:
+            first.setdefault(_spec(leaf.value)[0][int(leaf.axis)], leaf.where)
     if not first:
         raise _error("vmap: no argument is batched (every in_axes entry is None)")
     if len(first) > 1:
@@ -781,8 +868,21 @@ def _batch_size(args: Sequence[Any], flags: tuple[int | None, ...]) -> int:
     return next(iter(first))
 
 
-@functools.cache
-def _vmapped(fn: Callable, axes: tuple, size: int) -> Transformed:
+_VMAPPED: dict[tuple, Transformed] = {}
+"""``(fn, batched leaves, size, frozen out_axes)`` -> its batched function."""
+
+
+def _vmapped(fn: Callable, flags: tuple[bool, ...], size: int, out_axes: AxisSpec,
+             out_key: Any) -> Transformed:
+    """``fn`` batched over the argument leaves flagged in ``flags`` (cached)."""
+    key = (fn, flags, size, out_key)
+    if key not in _VMAPPED:
+        _VMAPPED[key] = _make_vmapped(fn, flags, size, out_axes)
+    return _VMAPPED[key]
+
+
+def _make_vmapped(fn: Callable, flags: tuple[bool, ...], size: int,
+                  out_axes: AxisSpec) -> Transformed:
     def per_example(*args):
         return fn(*args)
 
@@ -791,21 +891,84 @@ def _vmapped(fn: Callable, axes: tuple, size: int) -> Transformed:
     def transform(traced: Traced, args: tuple):
         from rlx_mlir.transforms.vmap import vmap as vmap_pass
 
-        batched = [p for p in traced.paths if axes[int(p[1:p.index("]")])] == 0]
+        batched = [p for p, flag in zip(traced.paths, flags, strict=True) if flag]
+        placed = _output_axes(traced, out_axes, batched)
         vmap_pass(traced.module, traced.name, batched, size)
-        return traced.name + "_vmap", lambda outs, args, t: unflatten(t.out_tree, list(outs))
+
+        def finish(outs, args, t):
+            return unflatten(t.out_tree, [_place(o, a) for o, a in zip(outs, placed,
+                                                                        strict=True)])
+
+        return traced.name + "_vmap", finish
 
     class _PerExample(Transformed):
         def _trace(self, args: Sequence[Any]) -> Traced:
-            examples = [_unbatch(a) if ax == 0 else a for a, ax in zip(args, axes, strict=True)]
-            return trace(self.fn, examples, self.name)
+            leaves, tree = flatten(list(args))
+            examples = [_Example(*_spec(leaf)) if flag else leaf
+                        for (_, leaf), flag in zip(leaves, flags, strict=True)]
+            return trace(self.fn, unflatten(tree, examples), self.name)
 
     return _PerExample(per_example, transform)
 
 
-def _unbatch(tree: Any) -> Any:
-    leaves, structure = flatten(tree)
-    return unflatten(structure, [_Example(*_spec(leaf)) for _, leaf in leaves])
+def _output_axes(traced: Traced, out_axes: AxisSpec, batched: Sequence[str]
+                 ) -> list[int | None]:
+    """Where each output leaf gets the batch axis (normalised), checked against its rank
+    and, for ``None``, against its dependence on the batched arguments."""
+    tree = traced.out_tree
+    axes = _prefix_axes(out_axes, tree, "out_axes", "the output")
+    types = find_func(traced.module, traced.name).function_type.outputs.data
+    mapped = _depends_on_batched(traced, batched)
+    names = _output_names(tree)
+    return [_output_axis(axis, len(t.get_shape()), m, where)
+            for axis, t, m, where in zip(axes, types, mapped, names, strict=True)]
+
+
+def _output_axis(axis: int | None, rank: int, mapped: bool, where: str) -> int | None:
+    if axis is None:
+        if mapped:
+            raise _error(f"vmap: out_axes is None for {where}, but it depends on a batched "
+                         "argument (None is only for outputs that are the same for every "
+                         "example); give it an int out_axes")
+        return None
+    if not -rank - 1 <= axis <= rank:
+        raise _error(f"vmap: out_axes entry {axis} is out of range for {where} of rank "
+                     f"{rank} (rank {rank + 1} once batched)")
+    return int(axis) % (rank + 1)
+
+
+def _output_names(tree: TreeDef) -> list[str]:
+    """``the output`` or ``output <path>`` per leaf of an output tree (for errors)."""
+    paths = [p for p, _ in flatten(unflatten(tree, list(range(_leaf_count(tree)))))[0]]
+    return ["the output" if tree.kind == "leaf" else f"output {p}" for p in paths]
+
+
+def _depends_on_batched(traced: Traced, batched: Sequence[str]) -> list[bool]:
+    """Per output of ``traced``: whether it depends on a ``batched`` argument, as the vmap
+    pass flags values (an op is batched when an operand or a value its regions capture is)."""
+    from rlx_mlir.transforms.autodiff import values_from_above
+
+    block = find_func(traced.module, traced.name).body.block
+    names = set(batched)
+    tainted = {a for a, p in zip(block.args, traced.paths, strict=False) if p in names}
+    for op in block.ops:
+        if any(v in tainted for v in (*op.operands, *values_from_above(op))):
+            tainted.update(op.results)
+    return [v in tainted for v in block.last_op.operands]
+
+
+def _place(out: Any, axis: int | None) -> Any:
+    """A batched output (batch axis 0) with the batch axis at ``axis``, or (``None``) its
+    first example."""
+    if axis is None:
+        return out[0] if isinstance(out, Tensor) else np.array(out[0])
+    if axis == 0:
+        return out
+    if isinstance(out, Tensor):
+        order = list(range(1, out.ndim))
+        order.insert(axis, 0)
+        return out.transpose(order)
+    return np.moveaxis(out, 0, axis)
 
 
 @dataclass(frozen=True)

@@ -56,15 +56,13 @@ def test_they_compose_with_jit_and_grad():
           jax.grad(lambda x: jax.jacfwd(lambda y: jnp.tanh(y @ W))(x).sum())(X))
 
 
-@pytest.mark.parametrize(("args", "match"), [
-    (({"a": X},), "the differentiated argument must be a single array"),
-    ((np.arange(3),), "must be a float array; got i64"),
-])
-def test_unsupported_arguments_are_clear_errors(args, match):
-    with pytest.raises(rlx.RlxError, match=match):
-        rlx.jacfwd(lambda x: x)(*args)
+def test_an_integer_argument_is_a_clear_error():
+    with pytest.raises(rlx.RlxError, match="must be a float array; got i64"):
+        rlx.jacfwd(lambda x: x)(np.arange(3))
 
 
-def test_a_pytree_output_is_a_clear_error():
-    with pytest.raises(rlx.RlxError, match="jacrev: the output must be a single array"):
-        rlx.jacrev(lambda x: (x, x))(X)
+def test_a_tuple_output_matches_jax():
+    rows = rlx.jacrev(lambda x: (x * x, x.sum()))(X)
+    expected = jax.jacrev(lambda x: (x * x, x.sum()))(X)
+    for got, want in zip(rows, expected, strict=True):
+        close(got, want)
