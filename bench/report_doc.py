@@ -142,7 +142,10 @@ def _method(data: dict[str, Any]) -> str:
   rlx op of the gradient alone; `bench/ab_pipeline.py transformer RLX_LLVM_UNROLL=1 -`
   compiles a workload once per setting of a compile-time knob and alternates their calls
   in one process (an A/B that machine noise hits alike); `bench/compile_profile.py
-  transformer` times a cold compile phase by phase (xDSL, each upstream stage, LLVM)."""
+  transformer` times a cold compile phase by phase (xDSL, each upstream stage, LLVM).
+* Convolutions (not part of the run): `.venv/bin/python bench/conv_ops.py --groups 1 8 32
+  64` times grouped and depthwise conv2d and both gradients next to PyTorch eager in one
+  process; its figures are in `docs/lowering.md` (Convolutions)."""
 
 
 def _workload_section(cells: list[dict], workload: str) -> str:

@@ -193,6 +193,13 @@ class Tensor:
         return self._true_divisible()._binary("div", o, reverse=True)
 
     def __pow__(self, o):
+        if self.dtype in INT_DTYPES and not isinstance(o, Tensor):
+            exponent = np.asarray(o)
+            if exponent.dtype.kind in "iu" and exponent.size and exponent.min() < 0:
+                raise RlxError(f"integers to negative integer powers are not allowed (the "
+                               f"exponent {o!r} on an {self.dtype} tensor; as in numpy): "
+                               "cast the base to a float dtype first",
+                               loc=loc_from_attr(_user_location()))
         return self._binary("pow", o)
 
     def __matmul__(self, o):

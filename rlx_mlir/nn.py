@@ -70,15 +70,30 @@ def cos(x: Tensor) -> Tensor:
     return _b(x).cos(x)
 
 
+def _log1p(u: Tensor) -> Tensor:
+    """``log(1 + u)`` accurate for small ``u >= 0`` (Goldberg's ``log(w) * u / (w - 1)``
+    with ``w = 1 + u``; ``u`` itself where ``w`` rounds to 1), where ``log(1.0 + u)``
+    loses ``u``'s digits (all of them below machine epsilon). The rounding correction
+    ``log(w) * (u / (w - 1) - 1)`` is a constant of the gradient, which is ``1 / w``
+    (accurate: ``w - 1``'s rounding error must not reach it)."""
+    w = 1.0 + u
+    rounds_to_one = w == 1.0
+    ratio = where(rounds_to_one, 1.0, u / where(rounds_to_one, 1.0, w - 1.0))
+    lw = log(w)
+    return where(rounds_to_one, u, lw + stop_gradient(lw * (ratio - 1.0)))
+
+
 def softplus(x: Tensor) -> Tensor:
-    """``log(1 + exp(x))``, without overflow: ``x + log(1 + exp(-x))`` for ``x > 0``, else
-    ``log(1 + exp(x))``, each exp of a clamped argument so that neither branch nor its
-    derivative overflows (the derivative at 0 is 0.5, as in JAX and PyTorch).
+    """``log(1 + exp(x))``, without overflow: ``x + log1p(exp(-x))`` for ``x > 0``, else
+    ``log1p(exp(x))``, each exp of a clamped argument so that neither branch nor its
+    derivative overflows (the derivative at 0 is 0.5, as in JAX and PyTorch), and with an
+    accurate ``log1p`` so that the negative tail keeps its relative precision
+    (``softplus(-40) = 4.2e-18``, not 0, as jax.nn and PyTorch).
 
     >>> rlx.nn.softplus(z)                                       # doctest: +SKIP
     """
-    positive = x + log(1.0 + exp(-maximum(x, 0.0)))
-    return where(x > 0, positive, log(1.0 + exp(minimum(x, 0.0))))
+    positive = x + _log1p(exp(-maximum(x, 0.0)))
+    return where(x > 0, positive, _log1p(exp(minimum(x, 0.0))))
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -95,8 +110,11 @@ def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
 def logsumexp(x: Tensor, axis: int | Sequence[int] | None = None,
               keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over ``axis`` (all axes by default), stably: the maximum is
-    subtracted first and added back (as a constant of the gradient, like jax.nn)."""
-    peak = stop_gradient(x.max(axis=axis, keepdims=True))
+    subtracted first and added back (as a constant of the gradient, like jax.nn). A
+    non-finite maximum is replaced by 0, as jax.nn does, so an all ``-inf`` slice gives
+    ``-inf`` (not ``-inf - -inf = NaN``) and a ``+inf`` entry gives ``+inf``."""
+    peak = x.max(axis=axis, keepdims=True)
+    peak = stop_gradient(where(abs(peak) < np.inf, peak, 0.0))
     out = log(exp(x - peak).sum(axis=axis, keepdims=True)) + peak
     if keepdims:
         return out
@@ -170,7 +188,21 @@ def minimum(x: Tensor | float, y: Tensor | float) -> Tensor:
 
 
 def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
-    return _b(*xs).concat(*xs, axis=axis)
+    """Concatenate along ``axis``. ``xs`` may be any iterable (a generator too); numpy
+    arrays among the tensors become constants of the first tensor's dtype, as numpy
+    operands of the operators do (a float array next to integer tensors keeps its dtype,
+    and the dtype mismatch is an error, not a silent truncation)."""
+    xs = list(xs)
+    b = _b(*xs)
+    like = next(x for x in xs if isinstance(x, Tensor))
+
+    def lifted(x):
+        if not isinstance(x, np.ndarray):
+            return x  # a Tensor, or anything else for the builder to reject
+        floats_into_ints = x.dtype.kind in "fc" and like.dtype not in ("f32", "f64", "c64")
+        return x if floats_into_ints else like._lift(x)
+
+    return b.concat(*(lifted(x) for x in xs), axis=axis)
 
 
 def stop_gradient(x: Tensor) -> Tensor:
@@ -238,16 +270,22 @@ def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean",
 def _integer_labels(b: Builder, labels: Tensor | np.ndarray) -> Tensor:
     """``labels`` as an integer tensor of ``b`` (a numpy array becomes a constant); float
     labels are an error, as in PyTorch, not classes read off by truncation."""
-    if not isinstance(labels, Tensor):
-        labels = np.asarray(labels)
-        if labels.dtype.kind in "iu":
-            labels = b.constant(labels.astype(np.int64 if labels.dtype.itemsize > 4 else
-                                              np.int32))
-    dtype = labels.dtype if isinstance(labels, Tensor) else str(labels.dtype)
+    return _integer_indices(b, labels, "cross_entropy: labels", "class indices")
+
+
+def _integer_indices(b: Builder, ids: Tensor | np.ndarray, what: str,
+                     kind: str = "indices") -> Tensor:
+    """``ids`` as an i32/i64 tensor of ``b`` (a numpy array or list becomes a constant);
+    any other dtype (float, bool) is an ``RlxError`` naming ``what``."""
+    if not isinstance(ids, Tensor):
+        ids = np.asarray(ids)
+        if ids.dtype.kind in "iu":
+            ids = b.constant(ids.astype(np.int64 if ids.dtype.itemsize > 4 else np.int32))
+    dtype = ids.dtype if isinstance(ids, Tensor) else str(ids.dtype)
     if dtype not in ("i32", "i64"):
-        raise RlxError(f"cross_entropy: labels must be integer class indices; got {dtype} "
+        raise RlxError(f"{what} must be integer {kind}; got {dtype} "
                        "(cast with .astype('int32'))", loc=loc_from_attr(_user_location()))
-    return labels
+    return ids
 
 
 def rope(x: Tensor, cos: Tensor, sin: Tensor, head_dim: int, n_rot: int | None = None) -> Tensor:
@@ -255,9 +293,11 @@ def rope(x: Tensor, cos: Tensor, sin: Tensor, head_dim: int, n_rot: int | None =
 
 
 def embedding(table: Tensor, ids: Tensor) -> Tensor:
-    """``table[ids]``: rows by id, negative ids counted from the end (as indexing)."""
+    """``table[ids]``: rows by id, negative ids counted from the end (as indexing). Float
+    ids are an error (as ``table[ids]``, PyTorch and JAX), not rows read off by
+    truncation."""
     from rlx_mlir.frontend.indexing import wrap_negative
 
     b = _b(table, ids)
-    ids = ids if isinstance(ids, Tensor) else b.constant(np.asarray(ids))
+    ids = _integer_indices(b, ids, "embedding: ids")
     return b.gather(table, wrap_negative(ids, table.shape[0]), axis=0)

@@ -62,10 +62,13 @@ class BinaryOp(RlxOp):
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division truncating toward zero; division by zero yields 0 (SPEC 2.1.1)."""
-    safe = np.where(b == 0, 1, b)
-    q = np.trunc(a / safe).astype(a.dtype)
-    return np.where(b == 0, 0, q)
+    """Integer division truncating toward zero; division by zero yields 0 (SPEC 2.1.1).
+    Exact in integer arithmetic (no round trip through f64, which loses i64 digits);
+    ``INT_MIN / -1`` wraps to ``INT_MIN``, as numpy."""
+    safe = np.where(b == 0, 1, b).astype(a.dtype)
+    q = np.floor_divide(a, safe)
+    q = q + ((q * safe != a) & ((a < 0) != (safe < 0))).astype(a.dtype)
+    return np.where(b == 0, 0, q).astype(a.dtype)
 
 
 def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -382,12 +385,19 @@ def _vjp_div(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
     return [ctx.unbroadcast(g / b, a.shape), ctx.unbroadcast(-(g * y) / b, b.shape)]
 
 
+def _pow_base_prime(ctx: VjpContext | JvpContext, a: Tensor, b: Tensor) -> Tensor:
+    """``d(a^b)/da = b a^(b-1)``, 0 where ``b == 0`` (as JAX and PyTorch: ``a ** 0`` is
+    constant, while ``0 * 0^-1`` would be NaN at ``a = 0``)."""
+    return ctx.b.where(b == 0.0, ctx.zeros((), a.dtype), b * ctx.b.pow(a, b - 1.0))
+
+
 @VJP.register(PowOp)
 def _vjp_pow(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
-    """d/da = b a^(b-1) (finite at a = 0 for b >= 1); d/db = y ln a (NaN for a <= 0)."""
+    """d/da = b a^(b-1) (finite at a = 0 for b >= 1 and b = 0); d/db = y ln a (NaN for
+    a <= 0)."""
     a, b = ctx.inputs(op)
     (y,) = ctx.outputs(op)
-    da = g * b * ctx.b.pow(a, b - 1.0)
+    da = g * _pow_base_prime(ctx, a, b)
     db = g * y * ctx.b.log(a)
     return [ctx.unbroadcast(da, a.shape), ctx.unbroadcast(db, b.shape)]
 
@@ -474,7 +484,7 @@ def _jvp_div(ctx: JvpContext, op: BinaryOp, ta, tb) -> list[Tensor | None]:
 def _jvp_pow(ctx: JvpContext, op: BinaryOp, ta, tb) -> list[Tensor | None]:
     a, b = ctx.inputs(op)
     (y,) = ctx.outputs(op)
-    da = None if ta is None else ta * b * ctx.b.pow(a, b - 1.0)
+    da = None if ta is None else ta * _pow_base_prime(ctx, a, b)
     db = None if tb is None else tb * y * ctx.b.log(a)
     return [_to_result(ctx, op, ctx.add(da, db))]
 
@@ -565,9 +575,12 @@ def _reject_complex(op: RlxOp) -> None:
 
 
 def _int_div_body(s: Any, a: Any, b: Any) -> Any:
-    """Truncating integer division; division by zero gives 0 (SPEC 2.1.1)."""
-    by_zero = s.cmp("eq", b, 0)
-    return s.select(by_zero, 0, s.div(a, s.select(by_zero, 1, b)))
+    """Truncating integer division; division by zero gives 0 (SPEC 2.1.1). A division
+    by -1 is a negation (``INT_MIN / -1`` wraps to ``INT_MIN``, as numpy and JAX), never
+    a ``divsi`` that traps (SIGFPE) on that overflow."""
+    by_zero, by_minus_one = s.cmp("eq", b, 0), s.cmp("eq", b, -1)
+    safe = s.select(by_zero, 1, s.select(by_minus_one, 1, b))
+    return s.select(by_zero, 0, s.select(by_minus_one, s.sub(0, a), s.div(a, safe)))
 
 
 def _div_body(s: Any, a: Any, b: Any) -> Any:
