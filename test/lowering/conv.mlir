@@ -72,20 +72,29 @@ func.func @pools(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x2x
   func.return %m, %a : tensor<1x2x3x3xf32>, tensor<1x2x2x2xf32>
 }
 
-// conv2d_backward_input: dy spread at stride 2 onto a zero [H + 2, W + 2] grid at offset
-// (kh - 1) - ph = 1; its patches read zdy[h + 2 - i] (the kernel flip is in the map), and
-// the contraction reads the weight transposed in its map (w[g, c, o, i, j]: no
-// materialized flip or transpose).
+// conv2d_backward_input at stride 2 through im2col: one correlation per output phase
+// (rh, rw) of dx, with that phase's taps of the kernel (a strided tensor.extract_slice of w:
+// rows 1 only for rh = 0, rows 0 and 2 for rh = 1) over dy itself (no zero-spread grid),
+// zero-padded where a tap reads past dy's edge; each phase result goes into dx at
+// stride 2. The contraction reads the weight transposed in its map (w[g, c, o, i, j]).
 // conv2d_backward_weight: patches of padded x, then a contraction, loops
 // (g, o, c, i, j | n, y, x), of patches[g, c, i, j, n, y, x] and dy[n, g, o, y, x].
 // CHECK-LABEL: func.func @conv_backward
-// CHECK: %[[GRID:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x6x10x10xf32>)
-// CHECK: %[[ZDY:.*]] = tensor.insert_slice %dy into %[[GRID]][0, 0, 1, 1] [1, 6, 4, 4] [1, 1, 2, 2]
-// CHECK: tensor.expand_shape %[[ZDY]] {{.*}} into tensor<1x2x3x10x10xf32>
-// CHECK: %[[DY_PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 + (d2 * -1)) + 2), ((d6 + (d3 * -1)) + 2))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
-// CHECK-SAME: outs(%{{.*}} : tensor<2x3x3x3x1x8x8xf32>)
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%{{.*}}, %[[DY_PATCHES]] :
-// CHECK: tensor.collapse_shape {{.*}} into tensor<1x6x8x8xf32>
+// CHECK: %[[DX0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x6x8x8xf32>)
+// CHECK: tensor.extract_slice %w[0, 0, 1, 1] [6, 3, 1, 1] [1, 1, 2, 2] : tensor<6x3x3x3xf32> to tensor<6x3x1x1xf32>
+// CHECK: tensor.expand_shape %dy {{.*}} into tensor<1x2x3x4x4xf32>
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, (d5 + (d2 * -1)), (d6 + (d3 * -1)))>,
+// CHECK-SAME: outs(%{{.*}} : tensor<2x3x1x1x1x4x4xf32>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>
+// CHECK: %[[DX1:.*]] = tensor.insert_slice %{{.*}} into %[[DX0]][0, 0, 0, 0] [1, 6, 4, 4] [1, 1, 2, 2]
+// CHECK: tensor.pad %dy low[0, 0, 0, 0] high[0, 0, 0, 1]
+// CHECK: tensor.extract_slice %w[0, 0, 1, 0] [6, 3, 1, 2] [1, 1, 2, 2] : tensor<6x3x3x3xf32> to tensor<6x3x1x2xf32>
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, (d5 + (d2 * -1)), ((d6 + (d3 * -1)) + 1))>,
+// CHECK: %[[DX2:.*]] = tensor.insert_slice %{{.*}} into %[[DX1]][0, 0, 0, 1] [1, 6, 4, 4] [1, 1, 2, 2]
+// CHECK: tensor.extract_slice %w[0, 0, 0, 1] [6, 3, 2, 1] [1, 1, 2, 2]
+// CHECK: %[[DX3:.*]] = tensor.insert_slice %{{.*}} into %[[DX2]][0, 0, 1, 0] [1, 6, 4, 4] [1, 1, 2, 2]
+// CHECK: tensor.extract_slice %w[0, 0, 0, 0] [6, 3, 2, 2] [1, 1, 2, 2]
+// CHECK: tensor.insert_slice %{{.*}} into %[[DX3]][0, 0, 1, 1] [1, 6, 4, 4] [1, 1, 2, 2]
 // CHECK: tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: %[[X_PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
 // CHECK-SAME: outs(%{{.*}} : tensor<2x3x3x3x1x4x4xf32>)

@@ -425,13 +425,14 @@ OPS = [Conv2dBackwardInputOp, Conv2dBackwardWeightOp, MaxPool2dBackwardOp, MaxPo
 
 
 # ---------------------------------------------------------------- LOWER rules
-# The scattering gradients (conv2d dx, max_pool2d_backward) are written as gathers: dy is
-# spread onto a filled grid at its stride positions (transposed-conv zero insertion: a
-# strided tensor.insert_slice), then dx is a correlation of that grid with the flipped
-# kernel, reading ``h + (k - 1 - i) * d``: im2col patches + a contraction (a matmul), like
-# the forward conv and the weight gradient.
+# The scattering gradients are written as gathers: dy is spread onto a filled grid at its
+# stride positions (a strided tensor.insert_slice) and each position gathers its taps
+# (max_pool2d_backward; conv2d's dx at stride 1 or in the direct form), or, for a strided
+# conv2d's dx through im2col, each output phase (the input rows and columns one stride
+# position reaches) is a stride-1 correlation of dy with that phase's taps of the kernel.
 
-from typing import Any  # noqa: E402
+import math  # noqa: E402
+from typing import Any, NamedTuple  # noqa: E402
 
 from xdsl.dialects import arith  # noqa: E402
 from xdsl.ir import SSAValue  # noqa: E402
@@ -439,6 +440,7 @@ from xdsl.ir import SSAValue  # noqa: E402
 from rlx_mlir.dialects.conv import (  # noqa: E402
     PARALLEL,
     REDUCTION,
+    Pair,
     affine_dims,
     affine_map,
     direct_correlation,
@@ -482,13 +484,56 @@ def spread_hw(e: Any, y: SSAValue, size: tuple[int, int], stride: tuple[int, int
     return e.insert_slice(part, grid, [*lead, *at], [1] * len(lead) + list(stride))
 
 
+class PhaseTaps(NamedTuple):
+    """The taps of one output phase along one spatial axis (see :func:`phase_taps`)."""
+
+    first: int
+    step: int
+    count: int
+    base: int
+    """``dy`` row of the first tap for phase row 0; tap ``t`` reads ``base - t * shift``."""
+    shift: int
+
+
+def phase_taps(phase: int, pad: int, kernel: int, stride: int, dilation: int
+               ) -> PhaseTaps | None:
+    """Taps ``i`` that reach input rows ``h = phase + stride * q`` of a strided conv (those
+    with ``phase + pad - i * dilation`` a multiple of ``stride``; None if there are none):
+    an arithmetic progression, each tap reading ``dy[q + base - t * shift]``.
+
+    ``phase_taps(1, 1, 3, 2, 1) == PhaseTaps(0, 2, 2, 1, 1)``: taps 0 and 2.
+    """
+    step = stride // math.gcd(dilation, stride)
+    first = next((i for i in range(min(step, kernel))
+                  if (phase + pad - i * dilation) % stride == 0), None)
+    if first is None:
+        return None
+    count = (kernel - 1 - first) // step + 1
+    base = (phase + pad - first * dilation) // stride
+    return PhaseTaps(first, step, count, base, step * dilation // stride)
+
+
 @LOWER.register(Conv2dBackwardInputOp)
 def _lower_conv2d_backward_input(op: Conv2dBackwardInputOp, e: Any, dy: SSAValue,
                                  w: SSAValue) -> SSAValue:
-    """``dx[n,g,c,h,x] = sum_{o,i,j} zdy[n,g,o, h + (kh-1-i) dh, ..] * w[g,o,c,i,j]``
-    where ``zdy`` is dy spread at stride positions, offset by ``(kh-1) dh - ph``."""
+    """A strided conv's input gradient through im2col: one correlation per output phase
+    (:func:`input_gradient_by_phases`); otherwise a correlation of the zero-spread ``dy``
+    (:func:`input_gradient_spread`)."""
     cfg = conv2d_config(op.py_attrs())
-    n, c_in, h, wd = shape_of(op.result.type)
+    out_shape = tuple(shape_of(op.result.type))
+    if cfg.stride == (1, 1) or direct_form(shape_of(w.type)[0] // cfg.groups, cfg.groups):
+        return input_gradient_spread(e, dy, w, cfg, out_shape)
+    return input_gradient_by_phases(e, dy, w, cfg, out_shape)
+
+
+def input_gradient_spread(e: Any, dy: SSAValue, w: SSAValue, cfg: Conv2dConfig,
+                          out_shape: tuple[int, ...]) -> SSAValue:
+    """``dx[n,g,c,h,x] = sum_{o,i,j} zdy[n,g,o, h + (kh-1-i) dh, ..] * w[g,o,c,i,j]``
+    where ``zdy`` is dy spread at stride positions, offset by ``(kh-1) dh - ph``. For the
+    direct form (few channels per group) at stride 2 this measured faster than the phases
+    (depthwise ``32x64x56x56``: 8.0 against 9.1 ms): their strided inserts cost more than
+    the taps on zeros."""
+    n, c_in, h, wd = out_shape
     kernel = shape_of(w.type)[2:]
     reach = tuple((k - 1) * d for k, d in zip(kernel, cfg.dilation, strict=True))
     size = (h + reach[0], wd + reach[1])
@@ -499,7 +544,50 @@ def _lower_conv2d_backward_input(op: Conv2dBackwardInputOp, e: Any, dy: SSAValue
     flipped = (-cfg.dilation[0], -cfg.dilation[1])
     correlate = direct_correlation if direct_form(shape_of(w.type)[0] // g, g) else grouped_correlation
     dx = correlate(e, split_dim(e, zdy, 1, g), split_dim(e, w, 0, g), init,
-                             (1, 1), flipped, reach, weight_out_first=False)
+                   (1, 1), flipped, reach, weight_out_first=False)
+    return merge_dims(e, dx, 1)
+
+
+def input_gradient_by_phases(e: Any, dy: SSAValue, w: SSAValue, cfg: Conv2dConfig,
+                             out_shape: tuple[int, ...]) -> SSAValue:
+    """Per output phase ``(rh, rw)`` (``stride`` x ``stride`` of them): the input rows
+    ``h = rh + sh * q`` are reached only by the taps of :func:`phase_taps`, so
+    ``dx[n,g,c, rh + sh q, ..] = sum_{o,t,u} dy[n,g,o, q + base - t shift, ..] *
+    w[g,o,c, first + t step, ..]``, a stride-1 correlation of ``dy`` with a strided slice
+    of the kernel; the phases are inserted at stride positions. Correlating the
+    zero-spread ``dy`` did ``sh * sw`` times the matmul work (``32x64x56x56``, 3x3,
+    stride 2: 62 -> 25 ms)."""
+    n, c_in, h, wd = out_shape
+    dx = e.fill(0.0, out_shape, dy.type.element_type)  # type: ignore[attr-defined]
+    for rh in range(min(cfg.stride[0], h)):
+        for rw in range(min(cfg.stride[1], wd)):
+            taps = [phase_taps(r, p, k, s, d) for r, p, k, s, d in zip(
+                (rh, rw), cfg.padding, shape_of(w.type)[2:], cfg.stride, cfg.dilation,
+                strict=True)]
+            if None not in taps:
+                phase = _input_gradient_phase(e, dy, w, cfg, (rh, rw), taps, (h, wd))  # type: ignore[arg-type]
+                dx = e.insert_slice(phase, dx, [0, 0, rh, rw], [1, 1, *cfg.stride])
+    return dx
+
+
+def _input_gradient_phase(e: Any, dy: SSAValue, w: SSAValue, cfg: Conv2dConfig,
+                          phase: Pair, taps: list[PhaseTaps], hw: Pair) -> SSAValue:
+    """``dx[:, :, rh::sh, rw::sw]`` of conv2d_backward_input (``dy`` zero-padded so that
+    every tap's row is in range)."""
+    n, g = shape_of(dy.type)[0], cfg.groups
+    c_out, c_per_group = shape_of(w.type)[:2]
+    rows = [(size - r + s - 1) // s for size, r, s in zip(hw, phase, cfg.stride, strict=True)]
+    low = [max(0, t.shift * (t.count - 1) - t.base) for t in taps]
+    high = [max(0, q - 1 + t.base - (ho - 1))
+            for q, t, ho in zip(rows, taps, shape_of(dy.type)[2:], strict=True)]
+    dy_p = pad_hw(e, dy, tuple(low), tuple(high), 0.0)  # type: ignore[arg-type]
+    kernel = e.extract_slice(w, [0, 0, taps[0].first, taps[1].first],
+                             [c_out, c_per_group, taps[0].count, taps[1].count],
+                             [1, 1, taps[0].step, taps[1].step])
+    init = e.fill(0.0, (n, g, c_per_group, *rows), dy.type.element_type)  # type: ignore[attr-defined]
+    dx = grouped_correlation(e, split_dim(e, dy_p, 1, g), split_dim(e, kernel, 0, g), init, (1, 1),
+                   (-taps[0].shift, -taps[1].shift),
+                   (taps[0].base + low[0], taps[1].base + low[1]), weight_out_first=False)
     return merge_dims(e, dx, 1)
 
 
