@@ -74,7 +74,8 @@ def _check_arity(fn: Callable, args: Sequence[Any]) -> None:
 @dataclass(frozen=True)
 class TreeDef:
     """The structure of a pytree: ``kind`` is leaf, dict, list, tuple or none (``None``,
-    an empty subtree as in JAX)."""
+    an empty subtree as in JAX); ``keys`` are a dict's keys, or ``(cls,)`` for a
+    namedtuple (rebuilt as ``cls``, as JAX does)."""
 
     kind: str
     keys: tuple = ()
@@ -88,19 +89,38 @@ def flatten(tree: Any, path: str = "") -> tuple[list[tuple[str, Any]], TreeDef]:
         return [], TreeDef("none")
     if isinstance(tree, dict):
         leaves, children = [], []
-        for key in sorted(tree):
+        keys = _sorted_keys(tree, path)
+        for key in keys:
             sub, d = flatten(tree[key], f"{path}.{key}" if path else str(key))
             leaves += sub
             children.append(d)
-        return leaves, TreeDef("dict", tuple(sorted(tree)), tuple(children))
+        return leaves, TreeDef("dict", keys, tuple(children))
     if isinstance(tree, (list, tuple)):
         leaves, children = [], []
         for i, item in enumerate(tree):
             sub, d = flatten(item, f"{path}[{i}]" if path else f"[{i}]")
             leaves += sub
             children.append(d)
-        return leaves, TreeDef(type(tree).__name__, (), tuple(children))
+        if isinstance(tree, list):
+            return leaves, TreeDef("list", (), tuple(children))
+        return leaves, TreeDef("tuple", _namedtuple_class(tree), tuple(children))
     return [(path or "x", tree)], TreeDef("leaf")
+
+
+def _sorted_keys(tree: dict, path: str = "") -> tuple:
+    """A dict's keys in order (a located error when they cannot be sorted, as ``{1: a,
+    "b": c}``: JAX sorts them too and refuses)."""
+    try:
+        return tuple(sorted(tree))
+    except TypeError as e:
+        raise _error(f"the keys of a dict{_at(path)} cannot be sorted ({e}); a pytree's dict "
+                     f"keys must be comparable, e.g. all str: {list(tree)!r}") from None
+
+
+def _namedtuple_class(tree: tuple) -> tuple:
+    """``(type(tree),)`` for a namedtuple (rebuilt as one), else ``()``."""
+    cls = type(tree)
+    return (cls,) if cls is not tuple and hasattr(cls, "_fields") else ()
 
 
 def unflatten(tree: TreeDef, leaves: list[Any]) -> Any:
@@ -118,7 +138,9 @@ def _build(d: TreeDef, leaves: Iterator[Any]) -> Any:
     items = [_build(c, leaves) for c in d.children]
     if d.kind == "dict":
         return dict(zip(d.keys, items, strict=True))
-    return tuple(items) if d.kind == "tuple" else items
+    if d.kind == "tuple":
+        return d.keys[0](*items) if d.keys else tuple(items)
+    return items
 
 
 _TRACED = object()
@@ -137,10 +159,10 @@ def _tree_key(tree: Any, arrays: list[Any]) -> Any:
         arrays.append(tree)
         return tree.shape, tree.dtype
     if isinstance(tree, dict):
-        keys = tuple(sorted(tree))
+        keys = _sorted_keys(tree)
         return "dict", keys, tuple([_tree_key(tree[k], arrays) for k in keys])
     if isinstance(tree, (list, tuple)):
-        return type(tree).__name__, tuple([_tree_key(item, arrays) for item in tree])
+        return type(tree), tuple([_tree_key(item, arrays) for item in tree])
     if tree is None:
         return None
     if isinstance(tree, Tensor):
@@ -163,7 +185,8 @@ def _as_array(value: Any, path: str = "") -> np.ndarray:
     if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         array = array.astype(np.float32)  # Python floats are f32 like JAX's default
     if array.dtype == np.int64 and not isinstance(value, (np.ndarray, np.generic)):
-        if array.size and np.abs(array).max() > np.iinfo(np.int32).max:
+        i32 = np.iinfo(np.int32)  # min and max, not abs: abs(-2**63) wraps to -2**63
+        if array.size and (array.min() < i32.min or array.max() > i32.max):
             raise _error(f"the Python int {value!r}{_at(path)} does not fit int32 (Python "
                          "ints are i32 like JAX's default); pass np.int64(...) for an i64 "
                          "argument")
@@ -420,8 +443,11 @@ class Transformed:
         self._native: dict[Any, _NativeCall] = {}
         """:func:`_call_key` of the arguments -> their native call, outside any trace."""
 
-    def lower(self, *args: Any) -> Traced:
-        """The rlx module (after the transformation) for these example arguments."""
+    def lower(self, *args: Any, **kwargs: Any) -> Traced:
+        """The rlx module (after the transformation) for these example arguments (keyword
+        arguments bound to their parameters, as in a call)."""
+        if kwargs:
+            args = positional(self.fn, args, kwargs, self._fn_signature)
         return self._prepare(args)[0]
 
     def _prepare(self, args: Sequence[Any]):
@@ -510,7 +536,10 @@ def _name(t) -> str:
 def jit(fn: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
     """Trace on first call per signature, compile natively, cache. Arguments at
     ``static_argnums`` are Python values, not traced (JAX's ``static_argnums``): they must
-    be hashable, and each distinct value is traced and compiled once (``if flag:`` works).
+    be hashable, and each distinct value (of a distinct type: ``2`` and ``2.0`` apart) is
+    traced and compiled once (``if flag:`` works). As in JAX, numpy arrays and Python
+    numbers ``fn`` closes over are read when it is traced: later changes to them are seen
+    only by new traces (a new signature or static value), never by cached ones.
 
     >>> step = jit(lambda x, train: x * 2.0 if train else x, static_argnums=1)
     """
@@ -547,7 +576,7 @@ class _StaticDispatch:
             hash(values)
         except TypeError:
             raise _error(f"jit: static arguments must be hashable; got {values!r}") from None
-        key = (where, values)
+        key = (where, _typed(values))  # 2 and 2.0 (equal, same hash) trace differently
         if key not in self._by_value:
             self._by_value[key] = self.make(_bound(self.fn, dict(zip(where, values, strict=True))))
         return self._by_value[key], tuple(a for i, a in enumerate(args) if i not in where)
@@ -559,6 +588,15 @@ class _StaticDispatch:
     def lower(self, *args: Any, **kwargs: Any) -> Traced:
         transformed, dynamic = self._split(args, kwargs)
         return transformed.lower(*dynamic)
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with its type (and its items', for a tuple), as a cache key: static
+    arguments that compare equal but trace differently (``2``, ``2.0``, ``True``,
+    ``np.float32(2)``) get their own trace, as in JAX."""
+    if isinstance(value, tuple):
+        return type(value), tuple([_typed(item) for item in value])
+    return type(value), value
 
 
 def _bound(fn: Callable, statics: dict[int, Any]) -> Callable:

@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from rlx_mlir.diagnostics import RlxError, int_setting
+from rlx_mlir.diagnostics import RlxError, int_setting, loc_from_attr
 from rlx_mlir.dialects.base import numpy_dtype, shape_of
 from rlx_mlir.runtime import native, threads
 from rlx_mlir.runtime.signature import Signature, signature_from_json, signature_to_json
@@ -128,17 +129,24 @@ class Executable:
         self._async = "mlirAsyncRuntime" in engine.llvm_text
         """Built for the async runtime: not callable in a child forked after it started."""
         self._lock = threading.Lock()
+        _LIVE_EXECUTABLES.add(self)
         self._expected = tuple((a.shape, a.dtype) for a in signature.args)
         """Per input, the shape and dtype of an array passed as it is (:meth:`_ready`)."""
         self._allocate = tuple((r.shape, r.dtype) for r in self.results)
         self._distinct = len(self.results) == len(self.result_map)
 
     def __call__(self, *args: Any, **by_name: Any) -> tuple[np.ndarray, ...]:
-        if by_name:
-            args = self.signature.arrange(args, by_name)
-        inputs = args if self._ready(args) else self.signature.bind(args, {})
-        if self._async:
-            threads.enter_async_runtime(self.name)
+        try:
+            if by_name:
+                args = self.signature.arrange(args, by_name)
+            inputs = args if self._ready(args) else self.signature.bind(args, {})
+            if self._async:
+                threads.enter_async_runtime(self.name)
+        except RlxError as error:  # located at the caller's line
+            if error.loc is None:
+                from rlx_mlir.builder import _user_location
+                error.loc = loc_from_attr(_user_location())
+            raise
         outputs = tuple([np.empty(shape, dtype) for shape, dtype in self._allocate])
         with self._lock:
             point(self._descriptors, (*inputs, *outputs))
@@ -360,6 +368,22 @@ def _object_dump(engine: Any) -> bytes:
 _ENGINES: dict[str, Engine] = {}
 _EXECUTABLES: dict[tuple[str, str | None], Executable] = {}
 _CACHE_LOCK = threading.RLock()
+_LIVE_EXECUTABLES: weakref.WeakSet[Executable] = weakref.WeakSet()
+"""Every executable alive, whose call locks a forked child makes new."""
+
+
+def _new_locks_after_fork() -> None:
+    """In a fork()ed child: new locks for the compile cache and every executable. A lock
+    held by another thread of the parent when it forked (compiling, or in a call) would
+    stay held forever in the child, where that thread does not exist: its first call of
+    that function, or its next compile, would hang."""
+    global _CACHE_LOCK
+    _CACHE_LOCK = threading.RLock()
+    for executable in list(_LIVE_EXECUTABLES):
+        executable._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_locks_after_fork)
 
 
 # ---------------------------------------------------------------- cache keys and disk
