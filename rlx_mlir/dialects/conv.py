@@ -636,12 +636,16 @@ def _lower_conv2d(op: Conv2dOp, e: Any, x: SSAValue, w: SSAValue,
     return merge_dims(e, y, 1)
 
 
-DIRECT_MAX_CHANNELS = 2
-"""Grouped convs reducing over at most this many channels per group take the direct forms
-(:func:`direct_correlation`, the backward ops' direct rules) instead of im2col. Measured
-on 32x64x56x56 with 3x3 taps, forward: groups 64 (1 channel) 5.7 ms against im2col's 20.9,
-groups 32 (2 channels) 9.0 against 24.1; at 4 channels LLVM no longer unrolls the taps
-and the direct form took 72 ms against im2col's 24."""
+DIRECT_MAX_CHANNELS = 16
+"""Grouped convs (and their input gradients) reducing over at most this many channels per
+group take :func:`direct_correlation` instead of im2col. ``python bench/conv_ops.py
+--groups 16 8 4 2`` (``32x64x56x56``, 3x3, forward, 2 threads): 4 channels 13 ms against
+im2col's 29-44, 8 channels 21 against 39-45, 16 channels 36 against 66, 32 channels 67
+against 115 (left on im2col: one generic per channel, compile time)."""
+FUSED_MAX_CHANNELS = 2
+"""Up to this many reduced channels the direct form is one generic with a channel loop
+(2 channels: 9.0 ms); above, one generic per channel: with 4 channels in the loop LLVM no
+longer unrolled the taps and did not vectorize (72 ms)."""
 
 
 def direct_form(reduced_channels: int, groups: int) -> bool:
@@ -654,18 +658,32 @@ def direct_correlation(e: Any, xp: SSAValue, w: SSAValue, init: SSAValue, stride
                        dilation: Pair, offset: Pair = (0, 0),
                        weight_out_first: bool = True) -> SSAValue:
     """``out[n,g,o,y,x] += sum_{c,i,j} w[g,o,c,i,j] * xp[n,g,c, y*sh + i*dh + oh,
-    x*sw + j*dw + ow]`` as one generic over the output, loops ``(n, g, o, y, x | c, i,
-    j)``, no im2col: for few channels per group a per-group matmul would have K = C*KH*KW
-    and M = O/G, 4-6x slower than PyTorch, and LLVM unrolls the few taps and vectorizes
-    along ``x``. ``weight_out_first=False`` reads ``w[g,c,o,i,j]`` (conv2d_backward_input).
-    """
-    n, g, o, y, x, c, i, j = affine_dims(8)
+    x*sw + j*dw + ow]`` over the output, loops ``(n, g, o, y, x | c, i, j)``, no im2col:
+    for few channels per group a per-group matmul would have K = C*KH*KW and M = O/G,
+    4-6x slower than PyTorch, and LLVM unrolls the few taps and vectorizes along ``x``.
+    ``weight_out_first=False`` reads ``w[g,c,o,i,j]`` (conv2d_backward_input)."""
+    channels = shape_of(xp.type)[2]
+    if channels <= FUSED_MAX_CHANNELS:
+        return _direct_generic(e, xp, w, init, stride, dilation, offset, weight_out_first, None)
+    for c in range(channels):
+        init = _direct_generic(e, xp, w, init, stride, dilation, offset, weight_out_first, c)
+    return init
+
+
+def _direct_generic(e: Any, xp: SSAValue, w: SSAValue, init: SSAValue, stride: Pair,
+                    dilation: Pair, offset: Pair, weight_out_first: bool,
+                    channel: int | None) -> SSAValue:
+    """One direct generic: over every reduced channel (``channel=None``) or just one."""
+    rank = 8 if channel is None else 7  # a channel loop, or the channel a constant
+    n, g, o, y, x, *taps = affine_dims(rank)
+    c, i, j = taps if channel is None else (AffineExpr.constant(channel), *taps)
     read = [window_read(y, i, stride[0], dilation[0], offset[0]),
             window_read(x, j, stride[1], dilation[1], offset[1])]
     w_map = [g, o, c, i, j] if weight_out_first else [g, c, o, i, j]
-    maps = [affine_map(8, w_map), affine_map(8, [n, g, c, *read]),
-            affine_map(8, [n, g, o, y, x])]
-    return e.generic([w, xp], [init], maps, [PARALLEL] * 5 + [REDUCTION] * 3, multiply_add)
+    maps = [affine_map(rank, w_map), affine_map(rank, [n, g, c, *read]),
+            affine_map(rank, [n, g, o, y, x])]
+    return e.generic([w, xp], [init], maps, [PARALLEL] * 5 + [REDUCTION] * (rank - 5),
+                     multiply_add)
 
 
 def pool_window(e: Any, x: SSAValue, cfg: Pool2dConfig, out_shape: Sequence[int],

@@ -7,7 +7,8 @@
 // LLVM-NOT: linalg.
 // LLVM-NOT: memref.
 
-// Grouped, strided, padded conv with bias: the bias (viewed as [G, C_out/G]) is broadcast
+// Grouped (17 channels per group, more than DIRECT_MAX_CHANNELS: im2col), strided, padded
+// conv with bias: the bias (viewed as [G, C_out/G]) is broadcast
 // into the accumulator; x is padded with tensor.pad (zeros, H only) and both x and w get a
 // [G, C/G] channel split. im2col: one copy generic gathers the windows into
 // patches[g, c, i, j, n, y, x] = xp[n, g, c, 2y + i, 2x + j] (a unit reduction loop
@@ -20,19 +21,19 @@
 // CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[XP:.*]] = tensor.pad %x low[0, 0, 1, 0] high[0, 0, 1, 0]
 // CHECK: tensor.yield %[[ZERO]] : f32
-// CHECK: } : tensor<1x6x5x5xf32> to tensor<1x6x7x5xf32>
-// CHECK: %[[XG:.*]] = tensor.expand_shape %[[XP]] {{.*}} into tensor<1x2x3x7x5xf32>
-// CHECK: %[[WG:.*]] = tensor.expand_shape %w {{.*}} into tensor<2x3x3x3x3xf32>
-// CHECK: %[[PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[XG]], %{{.*}} : tensor<1x2x3x7x5xf32>, tensor<1xf32>) outs(%{{.*}} : tensor<2x3x3x3x1x3x2xf32>)
+// CHECK: } : tensor<1x34x5x5xf32> to tensor<1x34x7x5xf32>
+// CHECK: %[[XG:.*]] = tensor.expand_shape %[[XP]] {{.*}} into tensor<1x2x17x7x5xf32>
+// CHECK: %[[WG:.*]] = tensor.expand_shape %w {{.*}} into tensor<2x3x17x3x3xf32>
+// CHECK: %[[PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[XG]], %{{.*}} : tensor<1x2x17x7x5xf32>, tensor<1xf32>) outs(%{{.*}} : tensor<2x17x3x3x1x3x2xf32>)
 // CHECK-NEXT: ^bb0(%[[V:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
 // CHECK-NEXT: linalg.yield %[[V]] : f32
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[WG]], %[[PATCHES]] : tensor<2x3x3x3x3xf32>, tensor<2x3x3x3x1x3x2xf32>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[WG]], %[[PATCHES]] : tensor<2x3x17x3x3xf32>, tensor<2x17x3x3x1x3x2xf32>)
 // CHECK: arith.mulf
 // CHECK: arith.addf
 // CHECK: tensor.collapse_shape {{.*}} into tensor<1x6x3x2xf32>
 // LLVM-LABEL: llvm.func @conv_bias_groups
-func.func @conv_bias_groups(%x: tensor<1x6x5x5xf32>, %w: tensor<6x3x3x3xf32>, %b: tensor<6xf32>) -> tensor<1x6x3x2xf32> {
-  %y = rlx.conv2d %x, %w, %b {groups = 2 : i64, padding = array<i64: 1, 0>, stride = array<i64: 2, 2>} : (tensor<1x6x5x5xf32>, tensor<6x3x3x3xf32>, tensor<6xf32>) -> tensor<1x6x3x2xf32>
+func.func @conv_bias_groups(%x: tensor<1x34x5x5xf32>, %w: tensor<6x17x3x3xf32>, %b: tensor<6xf32>) -> tensor<1x6x3x2xf32> {
+  %y = rlx.conv2d %x, %w, %b {groups = 2 : i64, padding = array<i64: 1, 0>, stride = array<i64: 2, 2>} : (tensor<1x34x5x5xf32>, tensor<6x17x3x3xf32>, tensor<6xf32>) -> tensor<1x6x3x2xf32>
   func.return %y : tensor<1x6x3x2xf32>
 }
 
@@ -72,7 +73,7 @@ func.func @pools(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x2x
   func.return %m, %a : tensor<1x2x3x3xf32>, tensor<1x2x2x2xf32>
 }
 
-// conv2d_backward_input at stride 2 through im2col: one correlation per output phase
+// conv2d_backward_input at stride 2 through im2col (17 channels per group): one correlation per output phase
 // (rh, rw) of dx, with that phase's taps of the kernel (a strided tensor.extract_slice of w:
 // rows 1 only for rh = 0, rows 0 and 2 for rh = 1) over dy itself (no zero-spread grid),
 // zero-padded where a tap reads past dy's edge; each phase result goes into dx at
@@ -80,30 +81,30 @@ func.func @pools(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x2x
 // conv2d_backward_weight: patches of padded x, then a contraction, loops
 // (g, o, c, i, j | n, y, x), of patches[g, c, i, j, n, y, x] and dy[n, g, o, y, x].
 // CHECK-LABEL: func.func @conv_backward
-// CHECK: %[[DX0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x6x8x8xf32>)
-// CHECK: tensor.extract_slice %w[0, 0, 1, 1] [6, 3, 1, 1] [1, 1, 2, 2] : tensor<6x3x3x3xf32> to tensor<6x3x1x1xf32>
-// CHECK: tensor.expand_shape %dy {{.*}} into tensor<1x2x3x4x4xf32>
+// CHECK: %[[DX0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x34x8x8xf32>)
+// CHECK: tensor.extract_slice %w[0, 0, 1, 1] [34, 17, 1, 1] [1, 1, 2, 2] : tensor<34x17x3x3xf32> to tensor<34x17x1x1xf32>
+// CHECK: tensor.expand_shape %dy {{.*}} into tensor<1x2x17x4x4xf32>
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, (d5 + (d2 * -1)), (d6 + (d3 * -1)))>,
-// CHECK-SAME: outs(%{{.*}} : tensor<2x3x1x1x1x4x4xf32>)
+// CHECK-SAME: outs(%{{.*}} : tensor<2x17x1x1x1x4x4xf32>)
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d6, d7, d0, d3, d4)>
-// CHECK: %[[DX1:.*]] = tensor.insert_slice %{{.*}} into %[[DX0]][0, 0, 0, 0] [1, 6, 4, 4] [1, 1, 2, 2]
+// CHECK: %[[DX1:.*]] = tensor.insert_slice %{{.*}} into %[[DX0]][0, 0, 0, 0] [1, 34, 4, 4] [1, 1, 2, 2]
 // CHECK: tensor.pad %dy low[0, 0, 0, 0] high[0, 0, 0, 1]
-// CHECK: tensor.extract_slice %w[0, 0, 1, 0] [6, 3, 1, 2] [1, 1, 2, 2] : tensor<6x3x3x3xf32> to tensor<6x3x1x2xf32>
+// CHECK: tensor.extract_slice %w[0, 0, 1, 0] [34, 17, 1, 2] [1, 1, 2, 2] : tensor<34x17x3x3xf32> to tensor<34x17x1x2xf32>
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, (d5 + (d2 * -1)), ((d6 + (d3 * -1)) + 1))>,
-// CHECK: %[[DX2:.*]] = tensor.insert_slice %{{.*}} into %[[DX1]][0, 0, 0, 1] [1, 6, 4, 4] [1, 1, 2, 2]
-// CHECK: tensor.extract_slice %w[0, 0, 0, 1] [6, 3, 2, 1] [1, 1, 2, 2]
-// CHECK: %[[DX3:.*]] = tensor.insert_slice %{{.*}} into %[[DX2]][0, 0, 1, 0] [1, 6, 4, 4] [1, 1, 2, 2]
-// CHECK: tensor.extract_slice %w[0, 0, 0, 0] [6, 3, 2, 2] [1, 1, 2, 2]
-// CHECK: tensor.insert_slice %{{.*}} into %[[DX3]][0, 0, 1, 1] [1, 6, 4, 4] [1, 1, 2, 2]
+// CHECK: %[[DX2:.*]] = tensor.insert_slice %{{.*}} into %[[DX1]][0, 0, 0, 1] [1, 34, 4, 4] [1, 1, 2, 2]
+// CHECK: tensor.extract_slice %w[0, 0, 0, 1] [34, 17, 2, 1] [1, 1, 2, 2]
+// CHECK: %[[DX3:.*]] = tensor.insert_slice %{{.*}} into %[[DX2]][0, 0, 1, 0] [1, 34, 4, 4] [1, 1, 2, 2]
+// CHECK: tensor.extract_slice %w[0, 0, 0, 0] [34, 17, 2, 2] [1, 1, 2, 2]
+// CHECK: tensor.insert_slice %{{.*}} into %[[DX3]][0, 0, 1, 1] [1, 34, 4, 4] [1, 1, 2, 2]
 // CHECK: tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: %[[X_PATCHES:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d0, d1, ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
-// CHECK-SAME: outs(%{{.*}} : tensor<2x3x3x3x1x4x4xf32>)
+// CHECK-SAME: outs(%{{.*}} : tensor<2x17x3x3x1x4x4xf32>)
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d2, d3, d4, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[X_PATCHES]], %{{.*}} :
-// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0 : i64, 1 : i64], [2 : i64], [3 : i64], [4 : i64]] : tensor<2x3x3x3x3xf32> into tensor<6x3x3x3xf32>
-func.func @conv_backward(%x: tensor<1x6x8x8xf32>, %w: tensor<6x3x3x3xf32>, %dy: tensor<1x6x4x4xf32>) -> (tensor<1x6x8x8xf32>, tensor<6x3x3x3xf32>) {
-  %dx = rlx.conv2d_backward_input %dy, %w {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x6x4x4xf32>, tensor<6x3x3x3xf32>) -> tensor<1x6x8x8xf32>
-  %dw = rlx.conv2d_backward_weight %x, %dy {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x6x8x8xf32>, tensor<1x6x4x4xf32>) -> tensor<6x3x3x3xf32>
-  func.return %dx, %dw : tensor<1x6x8x8xf32>, tensor<6x3x3x3xf32>
+// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0 : i64, 1 : i64], [2 : i64], [3 : i64], [4 : i64]] : tensor<2x17x17x3x3xf32> into tensor<34x17x3x3xf32>
+func.func @conv_backward(%x: tensor<1x34x8x8xf32>, %w: tensor<34x17x3x3xf32>, %dy: tensor<1x34x4x4xf32>) -> (tensor<1x34x8x8xf32>, tensor<34x17x3x3xf32>) {
+  %dx = rlx.conv2d_backward_input %dy, %w {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x34x4x4xf32>, tensor<34x17x3x3xf32>) -> tensor<1x34x8x8xf32>
+  %dw = rlx.conv2d_backward_weight %x, %dy {groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x34x8x8xf32>, tensor<1x34x4x4xf32>) -> tensor<34x17x3x3xf32>
+  func.return %dx, %dw : tensor<1x34x8x8xf32>, tensor<34x17x3x3xf32>
 }
 
 // Depthwise conv and its backward ops (at most DIRECT_MAX_CHANNELS = 2 reduced channels per

@@ -369,10 +369,11 @@ def test_attention_contractions_become_matmuls():
 @pytest.mark.parametrize("groups", [1, 2])
 def test_conv_gradient_is_im2col_plus_matmuls(groups):
     """A conv and both its gradients are each a window copy (im2col) + a contraction: with
-    one group (a unit batch dim) three packed linalg.matmuls, with two groups three
-    batch_matmuls; the gradient matches the interpreter."""
+    one group (a unit batch dim) three packed linalg.matmuls, with two groups of 20
+    channels in and out three batch_matmuls; the gradient matches the interpreter."""
     b = rlx.Builder("conv")
-    x, w = b.param("x", (4, 8, 12, 12)), b.param("w", (16, 8 // groups, 3, 3))
+    channels, outs = (8, 16) if groups == 1 else (40, 40)
+    x, w = b.param("x", (4, channels, 12, 12)), b.param("w", (outs, channels // groups, 3, 3))
     y = b.conv2d(x, w, padding=(1, 1), groups=groups)
     b.ret(b.reduce_sum(y * y, axes=[0, 1, 2, 3]))
     grad = rlx.grad_with_loss(b.module, "conv")
@@ -382,8 +383,28 @@ def test_conv_gradient_is_im2col_plus_matmuls(groups):
     if groups == 1:
         assert schedules.LAST_COUNTS.get("matmul_packed") == 3
     rng = np.random.default_rng(7)
-    args = [rng.standard_normal((4, 8, 12, 12)).astype(np.float32),
-            rng.standard_normal((16, 8 // groups, 3, 3)).astype(np.float32), np.float32(1.0)]
+    args = [rng.standard_normal((4, channels, 12, 12)).astype(np.float32),
+            rng.standard_normal((outs, channels // groups, 3, 3)).astype(np.float32),
+            np.float32(1.0)]
+    got = jit_compile(b.module, entry=grad.sym_name.data)(*args)
+    want = rlx.interpret(b.module, *args, entry=grad.sym_name.data)
+    for g, v in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, v, rtol=1e-4, atol=1e-3)
+
+
+def test_grouped_conv_with_few_channels_is_direct():
+    """Four channels per group: the conv and its input gradient are one direct generic per
+    reduced channel, the weight gradient per-column partial sums; no im2col matmul."""
+    b = rlx.Builder("conv")
+    x, w = b.param("x", (2, 16, 10, 10)), b.param("w", (16, 4, 3, 3))
+    y = b.conv2d(x, w, padding=(1, 1), groups=4)
+    b.ret(b.reduce_sum(y * y, axes=[0, 1, 2, 3]))
+    grad = rlx.grad_with_loss(b.module, "conv")
+    texts = stage_texts(reachable_module(b.module, grad.sym_name.data))
+    assert "matmul" not in texts["contractions"]
+    rng = np.random.default_rng(8)
+    args = [rng.standard_normal((2, 16, 10, 10)).astype(np.float32),
+            rng.standard_normal((16, 4, 3, 3)).astype(np.float32), np.float32(1.0)]
     got = jit_compile(b.module, entry=grad.sym_name.data)(*args)
     want = rlx.interpret(b.module, *args, entry=grad.sym_name.data)
     for g, v in zip(got, want, strict=True):
