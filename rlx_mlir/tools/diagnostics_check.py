@@ -17,14 +17,14 @@ from rlx_mlir.diagnostics import RlxError
 
 _EXPECT = re.compile(
     r"//\s*expected-(?P<kind>error|warning|note|remark)\s*"
-    r"(?:@(?P<where>above|below|[+-]\d+|\d+))?\s*\{\{(?P<text>.*?)\}\}"
+    r"(?:@(?P<where>above|below|unknown|[+-]\d+|\d+))?\s*\{\{(?P<text>.*?)\}\}"
 )
 
 
 @dataclass
 class Expectation:
     kind: str
-    line: int
+    line: int | None  # None: @unknown, a diagnostic without a location
     text: str
     comment_line: int
     comment_col: int = 1
@@ -38,8 +38,10 @@ def expectations(text: str, line_offset: int = 0) -> list[Expectation]:
         line = index + 1 + line_offset
         for m in _EXPECT.finditer(source_line):
             where = m.group("where")
-            target = line
-            if where == "above":
+            target: int | None = line
+            if where == "unknown":
+                target = None
+            elif where == "above":
                 target = line - 1
             elif where == "below":
                 target = line + 1
@@ -96,6 +98,7 @@ def check(expected: list[Expectation], errors: list[RlxError], filename: str) ->
             problems.append(
                 f"{filename}:{e.comment_line}:{e.comment_col}: error: expected {e.kind} "
                 f"\"{e.text}\" "
-                f"at line {e.line} was not produced"
+                f"{'at an unknown location' if e.line is None else f'at line {e.line}'} "
+                "was not produced"
             )
     return problems

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.metadata
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from io import StringIO
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -45,6 +49,69 @@ VERIFY_DIAGNOSTICS_HELP = ("check the errors (and their notes) against the file'
                            "expected-warning) comments; exit 0 when they all match")
 
 
+# rlx-opt's own long options: mlir-opt also accepts them with one dash (-cse, -o=f).
+LONG_OPTIONS = ("--output-file", "--passes", "--print-between-passes", "--verify-diagnostics",
+                "--split-input-file", "--print-op-generic", "--print-no-properties",
+                "--syntax-highlight", "--version", "--help", "--frontend", "--pass-pipeline",
+                "--mlir-print-op-generic", *UNSUPPORTED)
+
+# mlir-opt spellings of rlx-opt options.
+ALIASES = {"--mlir-print-op-generic": "--print-op-generic"}
+
+
+def mlir_opt_spellings(argv: Sequence[str], stage_names: Sequence[str]) -> list[str]:
+    """mlir-opt's spellings as rlx-opt's: a long option or pass with one dash
+    (``-split-input-file``, ``-cse``, ``-o=out.mlir``), ``--mlir-print-op-generic``, and
+    ``--pass-pipeline='builtin.module(a,b{x=1})'`` (as ``-p 'a,b{x=1}'``).
+
+    >>> mlir_opt_spellings(["-cse", "-o=x", "-verify-diagnostics", "-", "-pcse"], ["cse"])
+    ['--cse', '-o', 'x', '--verify-diagnostics', '-', '-pcse']
+    >>> mlir_opt_spellings(["--pass-pipeline=builtin.module(cse,dce)"], ["cse", "dce"])
+    ['-p', 'cse,dce']
+    """
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":  # the rest are file names
+            out.extend(args[i:])
+            break
+        name, eq, value = arg.partition("=")
+        if len(name) > 2 and name[0] == "-" and name[1] != "-" and \
+                ("-" + name in LONG_OPTIONS or name[1:] in stage_names):
+            name = "-" + name
+        elif name in ("-o", "-p") and eq:  # -o=out.mlir
+            out += [name, value]
+            i += 1
+            continue
+        name = ALIASES.get(name, name)
+        if name == "--pass-pipeline":
+            if not eq:
+                if i + 1 >= len(args):
+                    raise RlxError("--pass-pipeline expects a pipeline, such as "
+                                   "'builtin.module(autodiff,cse)'")
+                i += 1
+                value = args[i]
+            out += ["-p", _unanchored(value)]
+        else:
+            out.append(name + eq + value)
+        i += 1
+    return out
+
+
+def _unanchored(spec: str) -> str:
+    """``builtin.module(a,b)`` -> ``a,b``: rlx passes run on the module; a pipeline
+    nested on another op (``func.func(cse)``) is an error."""
+    text = spec.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module("):-1]
+    if "(" in text:
+        raise RlxError(f"invalid pass pipeline '{spec}': rlx-opt runs passes on the "
+                       "module only (builtin.module(a,b)); nested pipelines are not supported")
+    return text
+
+
 def check_options(args: Sequence[str], stage_names: Sequence[str]) -> None:
     """An option rlx-opt ignores is an error, and a mistyped pass names the nearest one.
 
@@ -56,8 +123,10 @@ def check_options(args: Sequence[str], stage_names: Sequence[str]) -> None:
         flag = arg.split("=", 1)[0]
         if flag in UNSUPPORTED:
             raise RlxError(f"option '{flag}' is not supported by rlx-opt")
-        if flag.startswith("--") and flag != "--":
-            hint = _pass_hint(flag[2:], stage_names)
+        # -autodif as mlir-opt spells it (not -pcse, -ofile: -p cse, -o file)
+        single = flag[:1] == "-" and flag[1:2] not in ("-", *"opfvht") and len(flag) > 4
+        if (flag.startswith("--") and flag != "--") or single:
+            hint = _pass_hint(flag.lstrip("-"), stage_names)
             if hint:
                 raise RlxError(f"unknown pass or option '{flag}'{hint}")
 
@@ -152,19 +221,30 @@ def _spec_reason(error: BaseException) -> str:
     """xDSL's message without its header: the reason, then the spec with a caret."""
     lines = [line for line in str(error).splitlines() if line.strip()]
     if not isinstance(error, ArgSpecParseError) or len(lines) < 5:
-        return " ".join(line.strip() for line in lines)
+        # option names as the command line spells them: zero-missing-wrt, not zero_missing_wrt
+        return re.sub(r'"(\w+)"', lambda m: '"' + m.group(1).replace("_", "-") + '"',
+                      " ".join(line.strip() for line in lines))
     # header, "pass-pipeline:L:C", spec, caret, reason...
     reason = " ".join(line.strip() for line in lines[4:])
     return f"{reason}\n  {lines[2]}\n  {lines[3].rstrip()}"
 
 
+def _rlx_version() -> str:
+    try:
+        return importlib.metadata.version("rlx-mlir")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown version"
+
+
 class RlxOptMain(xDSLOptMain):
     """xDSL's opt driver with rlx's dialects, passes, ordering and diagnostics."""
 
+    version_format = "rlx-opt (rlx-mlir " + _rlx_version() + ") built on xdsl {xdsl_version}"
+
     def __init__(self, args: Sequence[str] | None = None):
-        argv = list(sys.argv[1:] if args is None else args)
         self.passes = all_passes()  # also imports the modules that add STAGE_HOOKS
         names = [*self.passes, *STAGE_HOOKS]
+        argv = mlir_opt_spellings(sys.argv[1:] if args is None else args, names)
         self.stages, rest = split_pass_flags(argv, names)
         check_options(rest, names)
         super().__init__(description="rlx optimizer driver", args=rest)
@@ -236,8 +316,7 @@ class RlxOptMain(xDSLOptMain):
 
     def process(self, chunk: str, filename: str, offset: int) -> str:
         """Parse, verify, run the stages and print one chunk."""
-        module = parse(chunk, filename, line_offset=offset,
-                       all_errors=self.args.verify_diagnostics)
+        module = parse_source(chunk, filename, offset, all_errors=self.args.verify_diagnostics)
         stages = list(zip(self.stages, self.pipelines, strict=True))
         for index, (stage, pipeline) in enumerate(stages):
             result = self.run_stage(stage, pipeline, module)
@@ -246,7 +325,7 @@ class RlxOptMain(xDSLOptMain):
                     raise after_text_stage_error(stage_name(stage),
                                                  stage_name(stages[index + 1][0]))
                 return result
-        return to_text(module, generic=self.args.print_op_generic)
+        return module_text(module, self.args)
 
     def run_stage(self, stage: str, pipeline: PassPipeline | None,
                   module: ModuleOp) -> str | None:
@@ -260,13 +339,14 @@ class RlxOptMain(xDSLOptMain):
             check_signature_types(module)  # the usual cause, located at the function
             raise RlxError(f"after pass '{name}': {e}", op=module) from None
         if self.args.print_between_passes:
-            print(f"// -----// IR after {name} //----- //\n{to_text(module)}", file=sys.stderr)
+            print(f"// -----// IR after {name} //----- //\n{module_text(module, self.args)}",
+                  file=sys.stderr)
         verify(module)
         return None
 
     def _write(self, text: str) -> None:
         path = self.args.output_file
-        if not path:
+        if not path or path == "-":  # -o - is stdout, as in mlir-opt
             sys.stdout.write(text)
             sys.stdout.flush()  # a closed pipe raises here, not at interpreter exit
             return
@@ -275,6 +355,74 @@ class RlxOptMain(xDSLOptMain):
                 out.write(text)
         except OSError as e:
             raise RlxError(f"could not write output file '{path}': {e.strerror or e}") from None
+
+
+def module_text(module: ModuleOp, args: argparse.Namespace) -> str:
+    """``module`` printed as the printing options ask: ``--print-op-generic``,
+    ``--print-no-properties`` (properties as attributes), ``--syntax-highlight``."""
+    if not (args.print_no_properties or args.syntax_highlight):
+        return to_text(module, generic=args.print_op_generic)
+    from xdsl.syntax_printer import SyntaxPrinter
+
+    out = StringIO()
+    printer_class = SyntaxPrinter if args.syntax_highlight else Printer
+    printer_class(stream=out, print_generic_format=args.print_op_generic,
+                  print_properties_as_attributes=args.print_no_properties).print_op(module)
+    return out.getvalue() + "\n"
+
+
+def parse_source(text: str, filename: str, line_offset: int = 0,
+                 all_errors: bool = False) -> ModuleOp:
+    """:func:`rlx_mlir.ir.parse`, with an error at the end of the input (``func.func @f(``
+    then nothing) reported just after the last token, as MLIR does, rather than on a line
+    past the end of the file that no ``expected-error`` can name."""
+    try:
+        return parse(text, filename, line_offset=line_offset, all_errors=all_errors)
+    except RlxError as error:
+        end = _end_of_input(error.loc, text, filename, line_offset)
+        if end is None:
+            raise
+        raise RlxError(error.message, loc=end, notes=error.notes) from None
+
+
+def _end_of_input(loc: SourceLoc | None, text: str, filename: str,
+                  line_offset: int) -> SourceLoc | None:
+    r"""Just after the last token of ``text`` when ``loc`` is at its end (only blanks and
+    comments after it), else None.
+
+    >>> str(_end_of_input(SourceLoc("f", 3, 1), "func.func @f(\n// c\n", "f", 0))
+    'f:1:14'
+    >>> _end_of_input(SourceLoc("f", 1, 11), "func.func @f(\n", "f", 0) is None
+    True
+    """
+    if loc is None or loc.file != filename:
+        return None
+    lines = text.split("\n")
+    row = loc.line - line_offset - 1
+    code = [_without_comment(line).rstrip() for line in lines]
+    if row < 0 or (row < len(lines) and code[row][loc.col - 1:].strip()) or \
+            any(code[row + 1:]):
+        return None
+    last = max((i for i in range(min(row, len(lines) - 1) + 1) if code[i]), default=None)
+    if last is None or (last == row and loc.col - 1 <= len(code[last])):
+        return None
+    return SourceLoc(filename, last + 1 + line_offset, len(code[last]) + 1)
+
+
+def _without_comment(line: str) -> str:
+    """``line`` up to a ``//`` comment (not one inside a string literal)."""
+    quoted = False
+    i = 0
+    while i < len(line):
+        if line[i] == "\\" and quoted:
+            i += 2
+            continue
+        if line[i] == '"':
+            quoted = not quoted
+        elif not quoted and line.startswith("//", i):
+            return line[:i]
+        i += 1
+    return line
 
 
 def read_source(path: str | None) -> str:
@@ -340,8 +488,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RlxError as error:
         print(error, file=sys.stderr)
         return 1
-    except SystemExit as e:  # argparse errors
-        return int(e.code or 0)
+    except SystemExit as e:  # --help, --version (0); a usage error: 1, as mlir-opt
+        return 0 if not e.code else 1
     except BrokenPipeError:
         return broken_pipe_exit()
     except OSError as e:  # e.g. --view-graph into a missing folder

@@ -18,13 +18,14 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.ir import Operation
 
-from rlx_mlir.diagnostics import RlxError
-from rlx_mlir.ir import check_signature_types, find_func, parse
+from rlx_mlir.diagnostics import ArgumentError, RlxError
+from rlx_mlir.ir import check_signature_types, find_func
 from rlx_mlir.runtime.signature import Arg, Signature
 from rlx_mlir.tools.rlx_opt import (
     broken_pipe_exit,
     input_name,
     os_error_message,
+    parse_source,
     read_source,
 )
 
@@ -54,7 +55,7 @@ def load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
     inputs = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
-        if not sep:
+        if not sep or not name or not path:
             raise RlxError(f"--input expects NAME=FILE.npy, got '{spec}'")
         if not os.path.exists(path):
             raise RlxError(f"--input {name}: no such file '{path}'")
@@ -110,21 +111,27 @@ def check_args(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_args(args)
-    module = parse(read_source(args.file), input_name(args.file))
+    module = parse_source(read_source(args.file), input_name(args.file))
     func = find_func(module, args.entry)
     check_signature_types(func)
     sig = Signature.of(func)
     given = load_inputs(args.input)
-    rng = np.random.default_rng(args.seed)
-    arrays = {
-        a.name: given[a.name] if a.name in given else random_input(a, rng, args.int_high)
-        for a in sig.args
-    }
-    unknown = set(given) - set(arrays)
+    names = [a.name for a in sig.args]
+    unknown = set(given) - set(names)
     if unknown:
         raise RlxError(f"--input names unknown argument(s): {', '.join(sorted(unknown))}")
+    for name in given:
+        if names.count(name) > 1:
+            raise RlxError(f"--input {name}: @{sig.name} has {names.count(name)} arguments "
+                           f"named '{name}' (give them distinct rlx.name attributes)", op=func)
+    rng = np.random.default_rng(args.seed)
+    arrays = [given[a.name] if a.name in given else random_input(a, rng, args.int_high)
+              for a in sig.args]  # by position: argument names need not be unique
     try:
+        sig.bind(arrays, {})  # a shape or dtype that does not fit: before compiling
         results = execute(module, sig.name, arrays, interpret=args.interpret)
+    except ArgumentError as e:  # about the inputs: at the function, not at a Python line
+        raise RlxError(e.message, op=func, notes=e.notes) from None
     except RlxError as e:  # already formatted: not wrapped again
         raise located(e, func) from None
     except ValueError as e:
@@ -135,17 +142,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def execute(module, entry: str, arrays: dict[str, np.ndarray], interpret: bool):
-    """Run with the interpreter, or natively when the JIT is available."""
+def execute(module, entry: str, arrays: Sequence[np.ndarray], interpret: bool):
+    """Run with the interpreter, or natively when the JIT is available (the arguments
+    by position)."""
     from rlx_mlir.interpreter import interpret as run_interpreter
 
     if interpret:
-        return run_interpreter(module, entry=entry, **arrays)
+        return run_interpreter(module, *arrays, entry=entry)
     try:
         from rlx_mlir.runtime.jit import compile as jit_compile
     except ImportError:
-        return run_interpreter(module, entry=entry, **arrays)
-    return jit_compile(module, entry=entry)(**arrays)
+        return run_interpreter(module, *arrays, entry=entry)
+    return jit_compile(module, entry=entry)(*arrays)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -161,8 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         return run(args)
-    except SystemExit as e:
-        return int(e.code or 0)
+    except SystemExit as e:  # --help, --version (0); a usage error: 1, as mlir-opt
+        return 0 if not e.code else 1
     except RlxError as error:
         print(error, file=sys.stderr)
         return 1
