@@ -453,12 +453,20 @@ def _grad_of(walk: _Walk, f: func.FuncOp, arg: SSAValue, index: int,
     return walk.ctx.zeros(shape_of(arg.type), dtype_of(arg.type))
 
 
+DERIVED_MARKS = ("rlx.grad_of", "rlx.jvp_of", "rlx.vmap_of")
+"""Attributes of the functions the passes derive (``@f_grad``, ``@f_jvp``, ``@f_vmap``)."""
+
+
 def differentiable_funcs(module: ModuleOp, func_name: str | None) -> list[func.FuncOp]:
-    """DESIGN 4.2's default: every public function with ``rlx.param`` arguments, else all."""
+    """DESIGN 4.2's default: every public function with ``rlx.param`` arguments, else all;
+    functions without results and those another pass derived (``--jvp --autodiff``
+    differentiates ``@f``, not ``@f_jvp``) only when named."""
     funcs = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
     if func_name is not None:
         return [find_func(module, func_name)]
-    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
+    public = [f for f in funcs if (f.sym_visibility is None or f.sym_visibility.data == "public")
+              and f.function_type.outputs.data
+              and not any(mark in f.attributes for mark in DERIVED_MARKS)]
     with_params = [f for f in public if any("rlx.param" in a for a in arg_attr_dicts(f))]
     return with_params or public
 
@@ -468,7 +476,8 @@ def differentiable_funcs(module: ModuleOp, func_name: str | None) -> list[func.F
 class AutodiffPass(ModulePass):
     """``--autodiff``: add ``@f_grad`` for each differentiated function.
 
-    Options: ``func`` (default: public functions with params, else all public),
+    Options: ``func`` (default: public functions with params, else all public ones with a
+    result, not those another pass derived),
     ``wrt`` (argument names; default the params), ``zero-missing-wrt``,
     ``grad-only`` (drop the loss from the results, like RLX's ``grad``).
     """
