@@ -453,14 +453,16 @@ def _grad_of(walk: _Walk, f: func.FuncOp, arg: SSAValue, index: int,
     return walk.ctx.zeros(shape_of(arg.type), dtype_of(arg.type))
 
 
-DERIVED_MARKS = ("rlx.grad_of", "rlx.jvp_of", "rlx.vmap_of")
-"""Attributes of the functions the passes derive (``@f_grad``, ``@f_jvp``, ``@f_vmap``)."""
+DERIVED_MARKS = ("rlx.grad_of", "rlx.jvp_of")
+"""Attributes of the derived functions ``--autodiff`` leaves out unless named: ``@f_grad``
+and ``@f_jvp`` (whose first result, the primal, gets no gradient from the tangents). A
+``@f_vmap`` is differentiated like ``@f``."""
 
 
 def differentiable_funcs(module: ModuleOp, func_name: str | None) -> list[func.FuncOp]:
     """DESIGN 4.2's default: every public function with ``rlx.param`` arguments, else all;
-    functions without results and those another pass derived (``--jvp --autodiff``
-    differentiates ``@f``, not ``@f_jvp``) only when named."""
+    functions without results, gradients and JVPs (``--jvp --autodiff`` differentiates
+    ``@f``, not ``@f_jvp``) only when named."""
     funcs = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
     if func_name is not None:
         return [find_func(module, func_name)]
@@ -477,7 +479,7 @@ class AutodiffPass(ModulePass):
     """``--autodiff``: add ``@f_grad`` for each differentiated function.
 
     Options: ``func`` (default: public functions with params, else all public ones with a
-    result, not those another pass derived),
+    result, not the ``@f_grad`` and ``@f_jvp`` other passes derived),
     ``wrt`` (argument names; default the params), ``zero-missing-wrt``,
     ``grad-only`` (drop the loss from the results, like RLX's ``grad``).
     """

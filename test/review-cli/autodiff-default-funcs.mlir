@@ -1,5 +1,6 @@
-// --autodiff's default functions skip result-less functions and the functions another pass
-// derived: after --jvp, @f is differentiated, not @f_jvp, and @nothing is left alone.
+// --autodiff's default functions skip result-less functions and the JVPs (and gradients)
+// other passes derived: after --jvp, @f is differentiated, not @f_jvp, and @nothing is left
+// alone. (A @f_vmap is differentiated: test/control/captures-customfn.mlir.)
 // RUN: rlx-opt %s --jvp --autodiff | FileCheck %s
 // RUN: rlx-opt %s --jvp --check-grads | FileCheck %s --check-prefix=CHECKS
 
