@@ -377,7 +377,10 @@ def find_func(module: ModuleOp, name: str | None = None) -> func.FuncOp:
     if name is None:
         public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
         if not public:
-            raise RlxError("module has no public function to run", op=module)
+            private = ", ".join(f"@{f.sym_name.data}" for f in funcs) or "none"
+            raise RlxError(f"module has no public function to run (private functions: "
+                           f"{private}); name one (rlx-run --entry NAME, compile(m, NAME))",
+                           op=module)
         return public[0]
     for f in funcs:
         if f.sym_name.data == name:
