@@ -12,23 +12,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
+import sys
 from collections.abc import Callable
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import median_call_s  # noqa: E402
 
 N, C, HW = 32, 64, 56
 
 
 def median_ms(fn: Callable[[], object], repeats: int = 9) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    return median_call_s(fn, repeats, warmup=1) * 1e3
 
 
 def measure(groups: int, stride: int) -> dict[str, tuple[float, float]]:
