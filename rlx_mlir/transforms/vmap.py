@@ -233,8 +233,9 @@ def build_vmap_func(f: func.FuncOp, options: VmapOptions) -> func.FuncOp:
     names = arg_names(f)
     for name in options.batched:
         if name not in names:
-            raise RlxError(f"@{f.sym_name.data} has no argument '{name}' to batch "
-                           f"(arguments: {', '.join(names)})", op=f)
+            known = f"arguments: {', '.join(names)}" if names else "it takes no arguments"
+            raise RlxError(f"@{f.sym_name.data} has no argument '{name}' to batch ({known})",
+                           op=f)
     if options.size < 1:
         raise RlxError(f"vmap size must be >= 1, got {options.size}", op=f)
     flags = [n in options.batched for n in names]

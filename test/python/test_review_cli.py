@@ -127,3 +127,14 @@ def test_output_dash_is_stdout(tmp_path, capsys, monkeypatch):
     assert rlx_opt.main([str(src), "-o", "-"]) == 0
     assert "func.func @f" in capsys.readouterr().out
     assert not (tmp_path / "-").exists()
+
+
+def test_vmap_of_a_function_without_arguments_says_so(tmp_path):
+    source = tmp_path / "c.mlir"
+    source.write_text("func.func @f() -> tensor<2xf32> {\n"
+                      "  %c = rlx.constant {value = dense<1.0> : tensor<2xf32>} : () -> tensor<2xf32>\n"
+                      "  func.return %c : tensor<2xf32>\n}\n")
+    done = subprocess.run([sys.executable, "-m", "rlx_mlir.tools.rlx_opt", str(source),
+                           "--vmap=func=f batched=x size=2"], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "@f has no argument 'x' to batch (it takes no arguments)" in done.stderr
