@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-CONTRACTION_VERSION = "contract-v9"
+CONTRACTION_VERSION = "contract-v10"
 
 
 @dataclass(frozen=True)
@@ -507,14 +507,77 @@ def rewrite(op: Any, c: Contraction) -> None:
         y = _collapsed(_materialized(op, c, c.y, c.y_order()), c.group_lengths(c.k, c.n))
         out_lengths = c.group_lengths(c.m, c.n)
         acc = _initial(op, c, out_lengths)
-        named = linalg.batch_matmul if c.batched() else linalg.matmul
         extra = {"indexing_maps": transposed_a_maps()} if x_transposed else {}
-        product = _value(named(x, y, outs=[acc], **extra))
+        if unbatched_pays(c, op):
+            product = _per_batch_matmuls(x, y, acc, extra)
+        else:
+            named = linalg.batch_matmul if c.batched() else linalg.matmul
+            product = _value(named(x, y, outs=[acc], **extra))
         shape = [c.sizes[d] for d in c.out_order()]
         result = _transposed(_expanded(product, out_lengths, shape), c.out_order(),
                              c.out_dims, c.sizes)
     op.results[0].replace_all_uses_with(result)
     op.erase()
+
+
+UNBATCH_MAX_BATCH = 4
+"""A top-level batch_matmul of at most this many big products runs as that many
+``linalg.matmul`` (each gets the packed, threaded schedule, which batch_matmul has not): a
+conv with 2 groups of 32 channels (``32x64x56x56``, 3x3) spent 68 ms in its two
+``[32, 288] @ [288, 100352]`` products, torch 12."""
+UNBATCH_MIN_FLOPS = 1 << 24
+
+
+def unbatched_pays(c: Contraction, op: Any) -> bool:
+    """Whether the batched product ``c`` of ``op`` runs faster as separate matmuls."""
+    if not c.batched() or c.nested or op.parent.name != "func.func":
+        return False
+    batch, m, n, k = (_prod([c.sizes[d] for d in g]) for g in (c.batch, c.m, c.n, c.k))
+    return batch <= UNBATCH_MAX_BATCH and 2 * m * n * k >= UNBATCH_MIN_FLOPS
+
+
+def _per_batch_matmuls(x: Any, y: Any, acc: Any, extra: dict[str, Any]) -> Any:
+    """``batch_matmul(x, y, acc)`` as one ``linalg.matmul`` per batch entry, on
+    rank-reducing slices, inserted back into ``acc``."""
+    from mlir import ir
+
+    from rlx_mlir.lowering import linalg_builders as linalg
+
+    batch = ir.RankedTensorType(acc.type).shape[0]
+    result = acc
+    for b in range(batch):
+        product = _value(linalg.matmul(_batch_entry(x, b), _batch_entry(y, b),
+                                       outs=[_batch_entry(acc, b)], **extra))
+        result = _insert_batch_entry(product, result, b)
+    return result
+
+
+def _slice_attrs(shape: list[int], b: int) -> tuple[Any, Any, Any]:
+    from mlir import ir
+
+    return (ir.DenseI64ArrayAttr.get([b] + [0] * (len(shape) - 1)),
+            ir.DenseI64ArrayAttr.get([1, *shape[1:]]),
+            ir.DenseI64ArrayAttr.get([1] * len(shape)))
+
+
+def _batch_entry(value: Any, b: int) -> Any:
+    """``value[b]`` of a ``[B, ...]`` tensor (rank-reducing ``tensor.extract_slice``)."""
+    from mlir import ir
+    from mlir.dialects._tensor_ops_gen import ExtractSliceOp
+
+    t = ir.RankedTensorType(value.type)
+    shape = list(t.shape)
+    result = ir.RankedTensorType.get(shape[1:], t.element_type)
+    return ExtractSliceOp(result, value, [], [], [], *_slice_attrs(shape, b)).result
+
+
+def _insert_batch_entry(entry: Any, into: Any, b: int) -> Any:
+    """``into`` with ``into[b] = entry`` (``tensor.insert_slice``)."""
+    from mlir import ir
+    from mlir.dialects._tensor_ops_gen import InsertSliceOp
+
+    shape = list(ir.RankedTensorType(into.type).shape)
+    return InsertSliceOp(entry, into, [], [], [], *_slice_attrs(shape, b)).result
 
 
 def enabled() -> bool:

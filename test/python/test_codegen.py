@@ -392,6 +392,27 @@ def test_conv_gradient_is_im2col_plus_matmuls(groups):
         np.testing.assert_allclose(g, v, rtol=1e-4, atol=1e-3)
 
 
+def test_big_two_group_conv_runs_one_packed_matmul_per_group():
+    """Two groups of 32 channels with big products: each im2col contraction is two packed
+    linalg.matmuls on slices (batch_matmul has no packed schedule), not a batch_matmul."""
+    b = rlx.Builder("conv")
+    x, w = b.param("x", (2, 64, 32, 32)), b.param("w", (64, 32, 3, 3))
+    y = b.conv2d(x, w, padding=(1, 1), groups=2)
+    b.ret(b.reduce_sum(y * y, axes=[0, 1, 2, 3]))
+    grad = rlx.grad_with_loss(b.module, "conv")
+    texts = stage_texts(reachable_module(b.module, grad.sym_name.data))
+    assert "linalg.batch_matmul" not in texts["contractions"]
+    assert texts["contractions"].count("linalg.matmul ") == 6
+    assert schedules.LAST_COUNTS.get("matmul_packed") == 6
+    rng = np.random.default_rng(9)
+    args = [rng.standard_normal((2, 64, 32, 32)).astype(np.float32),
+            0.1 * rng.standard_normal((64, 32, 3, 3)).astype(np.float32), np.float32(1.0)]
+    got = jit_compile(b.module, entry=grad.sym_name.data)(*args)
+    want = rlx.interpret(b.module, *args, entry=grad.sym_name.data)
+    for g, v in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, v, rtol=1e-4, atol=1e-3 * np.abs(v).max())
+
+
 def test_grouped_conv_with_few_channels_is_direct():
     """Four channels per group: the conv and its input gradient are one direct generic per
     reduced channel, the weight gradient per-column partial sums; no im2col matmul."""
