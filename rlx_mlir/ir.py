@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, builtin, func, linalg, math, scf, tensor
-from xdsl.dialects.builtin import AnyFloat, BFloat16Type, ModuleOp, TensorType, UnknownLoc
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BFloat16Type,
+    BytesAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnknownLoc,
+)
 from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -117,6 +125,18 @@ class LocatingParser(Parser):
                 return types
             self._resume_from(start)
         return super().parse_comma_separated_list(delimiter, parse, context_msg)
+
+    def _parse_optional_builtin_attr(self) -> Attribute | None:
+        """A string literal whose escapes spell UTF-8 (``"f\\C3\\A9"``, how MLIR and xDSL
+        print ``"fé"``) is a ``StringAttr``, as in MLIR, not xDSL's ``BytesAttr``: printed
+        names round-trip."""
+        attr = super()._parse_optional_builtin_attr()
+        if isinstance(attr, BytesAttr):
+            try:
+                return StringAttr(attr.data.decode("utf-8"))
+            except UnicodeDecodeError:
+                return attr
+        return attr
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
