@@ -123,7 +123,10 @@ class Executable:
         unique = sorted(set(self.result_map))
         self.results = tuple(every[self.result_map.index(u)] for u in unique)
         shapes = [a.shape for a in signature.args] + [r.shape for r in self.results]
+        self._shapes = shapes
         self._descriptors = [make_descriptor(s) for s in shapes]
+        self._spares: list[tuple[list[ctypes.Structure], Callable[[], None]]] = []
+        """Descriptor sets for calls made while another thread is in one."""
         self._fn = engine.entry_point(signature.name,
                                       [ctypes.addressof(d) for d in self._descriptors])
         self._async = "mlirAsyncRuntime" in engine.llvm_text
@@ -148,10 +151,30 @@ class Executable:
                 error.loc = loc_from_attr(_user_location())
             raise
         outputs = tuple([np.empty(shape, dtype) for shape, dtype in self._allocate])
-        with self._lock:
-            point(self._descriptors, (*inputs, *outputs))
-            self._fn()
+        if self._lock.acquire(blocking=False):
+            try:
+                point(self._descriptors, (*inputs, *outputs))
+                self._fn()
+            finally:
+                self._lock.release()
+        else:  # another thread is in a call: run at the same time on a spare slot
+            self._call_on_spare((*inputs, *outputs))
         return outputs if self._distinct else self._expand(outputs)
+
+    def _call_on_spare(self, arrays: tuple[np.ndarray, ...]) -> None:
+        """Call on descriptors of a spare slot (made on first need, kept for reuse): the
+        native code keeps no state between calls (temporaries are malloc'ed, constants
+        read-only), so only the descriptors are per call, and ctypes releases the GIL."""
+        try:
+            descriptors, fn = self._spares.pop()
+        except IndexError:
+            descriptors = [make_descriptor(s) for s in self._shapes]
+            fn = self.engine.entry_point(self.name, [ctypes.addressof(d) for d in descriptors])
+        try:
+            point(descriptors, arrays)
+            fn()
+        finally:
+            self._spares.append((descriptors, fn))
 
     def _ready(self, args: tuple) -> bool:
         """Whether ``args`` are the inputs as they are: C-contiguous ndarrays of the right

@@ -141,3 +141,40 @@ def test_argument_errors_of_an_executable_are_located_at_the_call():
         run(np.ones(5, np.float32))
     with pytest.raises(rlx.RlxError, match=r"test_review_runtime.py:\d+:1: error: .*dtype"):
         run(X.astype(np.float64))
+
+
+def test_calls_from_several_threads_run_on_spare_slots_and_agree_with_numpy():
+    """A call made while another thread is inside the same function runs at the same time
+    on spare descriptors (it used to wait for the other call to finish)."""
+    import threading
+
+    run = rlx.compile("""
+func.func @mm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %c = rlx.matmul %a, %b : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  func.return %c : tensor<64x64xf32>
+}""")
+    rng = np.random.default_rng(3)
+    pairs = [(rng.standard_normal((64, 64), np.float32), rng.standard_normal((64, 64), np.float32))
+             for _ in range(4)]
+    done = []
+    with run._lock:  # as if another thread were in a call: this one must not wait for it
+        caller = threading.Thread(target=lambda: done.append(run(*pairs[0])[0]))
+        caller.start()
+        caller.join(timeout=60)
+        assert done, "the call waited for the other one"
+    np.testing.assert_allclose(done[0], pairs[0][0] @ pairs[0][1], rtol=1e-4, atol=1e-4)
+    assert run._spares, "the call did not run on a spare slot"
+    errors = []
+
+    def worker(a, b):
+        for _ in range(50):
+            (c,) = run(a, b)
+            if not np.allclose(c, a @ b, rtol=1e-4, atol=1e-4):
+                errors.append("wrong result")
+
+    threads = [threading.Thread(target=worker, args=pair) for pair in pairs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors and not any(t.is_alive() for t in threads)
