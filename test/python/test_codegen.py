@@ -366,70 +366,52 @@ def test_attention_contractions_become_matmuls():
     np.testing.assert_allclose(fast, rlx.interpret(b.module, *args)[0], rtol=1e-5, atol=1e-5)
 
 
+def _conv_loss_gradient(x_shape, w_shape, groups, seed):
+    """The contractions-stage text of ``sum(conv2d(x, w) ** 2)``'s gradient, after
+    checking the compiled gradient against the interpreter's."""
+    b = rlx.Builder("conv")
+    x, w = b.param("x", x_shape), b.param("w", w_shape)
+    y = b.conv2d(x, w, padding=(1, 1), groups=groups)
+    b.ret(b.reduce_sum(y * y, axes=[0, 1, 2, 3]))
+    grad = rlx.grad_with_loss(b.module, "conv")
+    texts = stage_texts(reachable_module(b.module, grad.sym_name.data))
+    rng = np.random.default_rng(seed)
+    args = [rng.standard_normal(x_shape).astype(np.float32),
+            0.1 * rng.standard_normal(w_shape).astype(np.float32), np.float32(1.0)]
+    got = jit_compile(b.module, entry=grad.sym_name.data)(*args)
+    want = rlx.interpret(b.module, *args, entry=grad.sym_name.data)
+    for g, v in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, v, rtol=1e-4, atol=1e-3 * np.abs(v).max())
+    return texts["contractions"]
+
+
 @pytest.mark.parametrize("groups", [1, 2])
 def test_conv_gradient_is_im2col_plus_matmuls(groups):
     """A conv and both its gradients are each a window copy (im2col) + a contraction: with
     one group (a unit batch dim) three packed linalg.matmuls, with two groups of 20
     channels in and out three batch_matmuls; the gradient matches the interpreter."""
-    b = rlx.Builder("conv")
     channels, outs = (8, 16) if groups == 1 else (40, 40)
-    x, w = b.param("x", (4, channels, 12, 12)), b.param("w", (outs, channels // groups, 3, 3))
-    y = b.conv2d(x, w, padding=(1, 1), groups=groups)
-    b.ret(b.reduce_sum(y * y, axes=[0, 1, 2, 3]))
-    grad = rlx.grad_with_loss(b.module, "conv")
-    texts = stage_texts(reachable_module(b.module, grad.sym_name.data))
+    text = _conv_loss_gradient((4, channels, 12, 12), (outs, channels // groups, 3, 3),
+                               groups, seed=7)
     named = "linalg.matmul" if groups == 1 else "linalg.batch_matmul"
-    assert texts["contractions"].count(f"{named} ") == 3
+    assert text.count(f"{named} ") == 3
     if groups == 1:
         assert schedules.LAST_COUNTS.get("matmul_packed") == 3
-    rng = np.random.default_rng(7)
-    args = [rng.standard_normal((4, channels, 12, 12)).astype(np.float32),
-            rng.standard_normal((outs, channels // groups, 3, 3)).astype(np.float32),
-            np.float32(1.0)]
-    got = jit_compile(b.module, entry=grad.sym_name.data)(*args)
-    want = rlx.interpret(b.module, *args, entry=grad.sym_name.data)
-    for g, v in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, v, rtol=1e-4, atol=1e-3)
 
 
 def test_big_two_group_conv_runs_one_packed_matmul_per_group():
     """Two groups of 32 channels with big products: each im2col contraction is two packed
     linalg.matmuls on slices (batch_matmul has no packed schedule), not a batch_matmul."""
-    b = rlx.Builder("conv")
-    x, w = b.param("x", (2, 64, 32, 32)), b.param("w", (64, 32, 3, 3))
-    y = b.conv2d(x, w, padding=(1, 1), groups=2)
-    b.ret(b.reduce_sum(y * y, axes=[0, 1, 2, 3]))
-    grad = rlx.grad_with_loss(b.module, "conv")
-    texts = stage_texts(reachable_module(b.module, grad.sym_name.data))
-    assert "linalg.batch_matmul" not in texts["contractions"]
-    assert texts["contractions"].count("linalg.matmul ") == 6
+    text = _conv_loss_gradient((2, 64, 32, 32), (64, 32, 3, 3), 2, seed=9)
+    assert "linalg.batch_matmul" not in text
+    assert text.count("linalg.matmul ") == 6
     assert schedules.LAST_COUNTS.get("matmul_packed") == 6
-    rng = np.random.default_rng(9)
-    args = [rng.standard_normal((2, 64, 32, 32)).astype(np.float32),
-            0.1 * rng.standard_normal((64, 32, 3, 3)).astype(np.float32), np.float32(1.0)]
-    got = jit_compile(b.module, entry=grad.sym_name.data)(*args)
-    want = rlx.interpret(b.module, *args, entry=grad.sym_name.data)
-    for g, v in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, v, rtol=1e-4, atol=1e-3 * np.abs(v).max())
 
 
 def test_grouped_conv_with_few_channels_is_direct():
     """Four channels per group: the conv and its input gradient are one direct generic per
     reduced channel, the weight gradient per-column partial sums; no im2col matmul."""
-    b = rlx.Builder("conv")
-    x, w = b.param("x", (2, 16, 10, 10)), b.param("w", (16, 4, 3, 3))
-    y = b.conv2d(x, w, padding=(1, 1), groups=4)
-    b.ret(b.reduce_sum(y * y, axes=[0, 1, 2, 3]))
-    grad = rlx.grad_with_loss(b.module, "conv")
-    texts = stage_texts(reachable_module(b.module, grad.sym_name.data))
-    assert "matmul" not in texts["contractions"]
-    rng = np.random.default_rng(8)
-    args = [rng.standard_normal((2, 16, 10, 10)).astype(np.float32),
-            rng.standard_normal((16, 4, 3, 3)).astype(np.float32), np.float32(1.0)]
-    got = jit_compile(b.module, entry=grad.sym_name.data)(*args)
-    want = rlx.interpret(b.module, *args, entry=grad.sym_name.data)
-    for g, v in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, v, rtol=1e-4, atol=1e-3)
+    assert "matmul" not in _conv_loss_gradient((2, 16, 10, 10), (16, 4, 3, 3), 4, seed=8)
 
 
 @pytest.mark.parametrize("perm", [(1, 0, 2, 3), (0, 2, 3, 1), (3, 2, 1, 0), (0, 3, 1, 2)])
