@@ -143,8 +143,8 @@ def _method(data: dict[str, Any]) -> str:
   compiles a workload once per setting of a compile-time knob and alternates their calls
   in one process (an A/B that machine noise hits alike); `bench/compile_profile.py
   transformer` times a cold compile phase by phase (xDSL, each upstream stage, LLVM).
-* Convolutions (not part of the run): `.venv/bin/python bench/conv_ops.py --groups 1 8 32
-  64` times grouped and depthwise conv2d and both gradients next to PyTorch eager in one
+* Convolutions (not part of the run): `.venv/bin/python bench/conv_ops.py --groups 1 2 4 8
+  16 32 64` (and `--stride 2`) times grouped and depthwise conv2d and both gradients next to PyTorch eager in one
   process; its figures are in `docs/lowering.md` (Convolutions)."""
 
 
