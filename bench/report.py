@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import pathlib
 import platform
@@ -13,10 +14,8 @@ from typing import Any
 
 from common import PEERS
 
-NOMINAL_PEAK_PER_CORE = 117.4  # AMD Zen 4 (EPYC family 25): AVX-512 runs on two 256-bit FMA
-# pipes, 2 x 8 f32 lanes x 2 flop = 32 flop/cycle at ~3.67 GHz boost (the issue's 165-174
-# figure was measured on an earlier host); the same as 256-bit code
-MEASURED_PEAK_PER_CORE = 117.4  # 16 independent zmm (or ymm) FMA chains, 1e8 iterations
+OLD_RUN_PEAK_PER_CORE = 117.4
+"""The Zen 4 host's FMA peak, for results.json files written before the run measured it."""
 LOSS_RTOL, GRAD_RTOL = 1e-3, 1e-2
 POLICY_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 RUN = ".venv/bin/python bench/run.py"
@@ -147,13 +146,13 @@ def machine_info(args, started: float, finished: float) -> dict[str, Any]:
         "duration_s": round(finished - started, 1),
         "command": " ".join(shlex.quote(a) for a in ["bench/run.py", *sys.argv[1:]]),
         "cpu_model": lscpu.get("Model name", platform.processor()),
+        "cpu_family": f"family {lscpu.get('CPU family', '?')}, model {lscpu.get('Model', '?')}",
         "physical_cores": cores or os.cpu_count(),
         "threads_per_core": lscpu.get("Thread(s) per core"),
         "caches": {k: lscpu.get(k) for k in ("L1d cache", "L2 cache", "L3 cache")},
         "hypervisor": lscpu.get("Hypervisor vendor"),
         "avx512": "avx512f" in lscpu.get("Flags", ""),
-        "nominal_peak_gflops_per_core": NOMINAL_PEAK_PER_CORE,
-        "measured_peak_gflops_per_core": MEASURED_PEAK_PER_CORE,
+        "fma_peak": getattr(args, "fma_peak", None),
         "python": platform.python_version(), "kernel": platform.release(),
         "policy_env": {k: os.environ.get(k, "(unset)") for k in POLICY_VARS},
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
@@ -161,6 +160,34 @@ def machine_info(args, started: float, finished: float) -> dict[str, Any]:
         "rounds": args.rounds,
         "workloads": args.only, "peers": args.peers,
     }
+
+
+def measure_fma_peak() -> dict[str, Any] | None:
+    """bench/peak.py's figures (GFLOP/s on one core and on all), from a subprocess that
+    imports only MLIR; None (with a warning) if it fails."""
+    done = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("peak.py"))],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"WARNING: bench/peak.py failed: {done.stderr.strip()[-500:]}", flush=True)
+        return None
+    return json.loads(done.stdout)
+
+
+def best_fma_peak(first: dict | None, second: dict | None) -> dict | None:
+    """The higher of two peak measurements, figure by figure (load only lowers them)."""
+    if not first or not second:
+        return first or second
+    return {**first, **{k: max(first[k], second[k]) for k in ("per_core", "all_cores")}}
+
+
+def peak_gflops(meta: dict[str, Any], threads: int) -> float:
+    """The measured FMA peak of ``threads`` cores (older results: the Zen 4 host's figure)."""
+    peak = meta.get("fma_peak")
+    if not peak:
+        return threads * meta.get("measured_peak_gflops_per_core", OLD_RUN_PEAK_PER_CORE)
+    if threads >= peak["cores"]:
+        return peak["all_cores"] * threads / peak["cores"]
+    return peak["per_core"] * threads
 
 
 def _lscpu() -> dict[str, str]:
@@ -213,12 +240,12 @@ def time_table(cells: list[dict], workload: str) -> str:
     return markdown_table(["case", "threads", *peers], rows)
 
 
-def gflops_table(cells: list[dict]) -> str:
-    """GFLOP/s and the fraction of the peak of the cores in use."""
+def gflops_table(cells: list[dict], meta: dict[str, Any]) -> str:
+    """GFLOP/s and the fraction of the measured peak of the cores in use."""
     found, peers = ok_cases(cells, "gemm"), peers_of(cells, "gemm")
     rows = []
     for case, threads in row_keys(cells, "gemm"):
-        peak = threads * NOMINAL_PEAK_PER_CORE
+        peak = peak_gflops(meta, threads)
         row = [case, str(threads), f"{peak:.1f}"]
         for p in peers:
             entry = found.get((case, threads, p))
@@ -328,7 +355,7 @@ def print_summary(data: dict[str, Any]) -> None:
         print(f"\n## {workload}: median ms (min–max)\n{time_table(cells, workload)}")
         print(f"\n{ratio_table(cells, workload)}")
     if any(c["spec"]["workload"] == "gemm" for c in cells):
-        print(f"\n## gemm GFLOP/s\n{gflops_table(cells)}")
+        print(f"\n## gemm GFLOP/s\n{gflops_table(cells, data['meta'])}")
     if any(c["spec"]["workload"] == "compile" for c in cells):
         print(f"\n## compile\n{compile_table(cells)}")
     for line in failures(cells):

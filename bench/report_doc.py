@@ -7,14 +7,13 @@ from typing import Any
 
 from common import MODEL_DIMS, PEERS
 from report import (
-    MEASURED_PEAK_PER_CORE,
-    NOMINAL_PEAK_PER_CORE,
     RUN,
     compile_table,
     failures,
     gflops_table,
     library_versions,
     ok_cases,
+    peak_gflops,
     peers_of,
     ratio_table,
     row_keys,
@@ -49,7 +48,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     cells = data["cells"]
     for workload in ("gemm", "mlp", "transformer", "llama"):
         if any(c["spec"]["workload"] == workload for c in cells):
-            parts.append(_workload_section(cells, workload))
+            parts.append(_workload_section(data, workload))
     if any(c["spec"]["workload"] == "compile" for c in cells):
         parts.append(_compile_section(data))
     parts += [_threads_section(data), _checks_section(data), _notes_section(data)]
@@ -80,18 +79,28 @@ def _caveat(data: dict[str, Any]) -> str:
             "(oversubscribed BLAS threads). Compare peers within a row, not across runs.")
 
 
+def _peak_text(meta: dict[str, Any]) -> str:
+    peak = meta.get("fma_peak")
+    cores = meta["physical_cores"]
+    if not peak:
+        return (f"{peak_gflops(meta, 1):.1f} GFLOP/s per core, {peak_gflops(meta, cores):.1f} "
+                "for all cores (measured by hand on an earlier run's host)")
+    return (f"{peak['per_core']:.1f} GFLOP/s on one core, {peak['all_cores']:.1f} on "
+            f"{peak['cores']} at once: {peak['chains']} independent FMA chains of "
+            f"vector<{peak['lanes']}xf32> compiled by upstream MLIR (`bench/peak.py`, best of "
+            "a run before and one after the cells)")
+
+
 def _machine(data: dict[str, Any]) -> str:
     meta, libs = data["meta"], library_versions(data["cells"])
     caches = ", ".join(f"{k} {v}" for k, v in meta["caches"].items() if v)
     policy = ", ".join(f"`{k}={v}`" for k, v in meta["policy_env"].items())
     rows = [
-        ["CPU (lscpu)", f"{meta['cpu_model']} ({meta['hypervisor'] or 'bare metal'} guest)"],
+        ["CPU (lscpu)", f"{meta['cpu_model']} ({meta.get('cpu_family', 'Zen 4')}; "
+                        f"{meta['hypervisor'] or 'bare metal'} guest)"],
         ["physical cores", f"{meta['physical_cores']} ({meta['threads_per_core']} thread/core)"],
         ["caches", caches],
-        ["f32 peak", f"{NOMINAL_PEAK_PER_CORE} GFLOP/s per core (Zen 4: AVX-512 on two 256-bit "
-                     f"FMA pipes = 32 flop/cycle at ~3.67 GHz; an FMA-throughput loop measures "
-                     f"{MEASURED_PEAK_PER_CORE:.1f} with zmm or ymm); "
-                     f"{NOMINAL_PEAK_PER_CORE * meta['physical_cores']:.1f} for all cores"],
+        ["f32 peak (measured)", _peak_text(meta)],
         ["OpenBLAS policy env (left as is)", policy],
         ["load average 1/5/15 min (start → end)",
          f"{meta.get('load_average_start')} → {meta.get('load_average_end')} "
@@ -148,7 +157,8 @@ def _method(data: dict[str, Any]) -> str:
   process; its figures are in `docs/lowering.md` (Convolutions)."""
 
 
-def _workload_section(cells: list[dict], workload: str) -> str:
+def _workload_section(data: dict[str, Any], workload: str) -> str:
+    cells = data["cells"]
     dims = next((case["dims"] for cell in cells if cell["spec"]["workload"] == workload
                  for case in cell["cases"] if "dims" in case), MODEL_DIMS.get(workload, {}))
     detail = WORKLOAD_DETAILS[workload].format(**dims)
@@ -159,7 +169,7 @@ def _workload_section(cells: list[dict], workload: str) -> str:
             "Median ms (min–max):", time_table(cells, workload)]
     if workload == "gemm":
         text += ["GFLOP/s (fraction of the peak of the cores in use):",
-                 gflops_table(cells)]
+                 gflops_table(cells, data["meta"])]
     text += ["Ratio rlx / peer (median times):", ratio_table(cells, workload)]
     return "\n\n".join(text)
 

@@ -224,7 +224,14 @@ def _merge_case(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from report import build_report, check_models, machine_info, print_summary
+    from report import (
+        best_fma_peak,
+        build_report,
+        check_models,
+        machine_info,
+        measure_fma_peak,
+        print_summary,
+    )
 
     if args.from_json:
         data = json.loads(pathlib.Path(args.from_json).read_text())
@@ -232,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         build_report(data, pathlib.Path(args.docs))
         return 0
     started, load_start = time.time(), [round(x, 2) for x in os.getloadavg()]
+    peak_before = measure_fma_peak()
     cells = run_all(args)
+    args.fma_peak = best_fma_peak(peak_before, measure_fma_peak())
     checks = check_models(cells, MODELS)
     for warning in checks["warnings"]:
         print(f"WARNING: {warning}", flush=True)
