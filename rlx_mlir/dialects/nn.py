@@ -820,7 +820,7 @@ VMAP.register(RopeOp)(vmap_rope_like)
 
 from xdsl.dialects import arith  # noqa: E402
 from xdsl.dialects import tensor as tensor_dialect  # noqa: E402
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64  # noqa: E402
+from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, i64  # noqa: E402
 from xdsl.dialects.linalg import ops as linalg_ops  # noqa: E402
 from xdsl.ir import SSAValue  # noqa: E402
 from xdsl.ir.affine import AffineExpr, AffineMap  # noqa: E402
@@ -1011,13 +1011,18 @@ def label_hit(s: Any, label: SSAValue, classes: int, class_dim: int) -> tuple[An
     ``valid`` is ``0 <= trunc(label) < classes`` (false for NaN); an invalid label hits
     no class.
     """
+    valid, index = label_index(s, label, classes)
+    return valid, s.emit(arith.AndIOp(valid, s.cmp("eq", index_i64(s, class_dim), index)))
+
+
+def label_index(s: Any, label: SSAValue, classes: int) -> tuple[Any, Any]:
+    """``(valid, trunc(label) as i64)`` in a body: ``valid`` is ``0 <= trunc(label) <
+    classes`` (false for NaN); an invalid float label's index is 0."""
     if s.is_float(label):
         valid = s.emit(arith.AndIOp(s.cmp("gt", label, -1.0), s.cmp("lt", label, classes)))
-        index = s.emit(arith.FPToSIOp(s.select(valid, label, 0.0), i64))
-    else:
-        valid = s.emit(arith.AndIOp(s.cmp("ge", label, 0), s.cmp("lt", label, classes)))
-        index = s.cast(label, i64)
-    return valid, s.emit(arith.AndIOp(valid, s.cmp("eq", index_i64(s, class_dim), index)))
+        return valid, s.emit(arith.FPToSIOp(s.select(valid, label, 0.0), i64))
+    valid = s.emit(arith.AndIOp(s.cmp("ge", label, 0), s.cmp("lt", label, classes)))
+    return valid, s.cast(label, i64)
 
 
 def index_i64(s: Any, dim: int) -> SSAValue:
@@ -1036,22 +1041,24 @@ def row_softmax_stats(e: Any, logits: SSAValue, keep_dims: bool) -> tuple[SSAVal
 @LOWER.register(SoftmaxCrossEntropyOp)
 def _lower_softmax_cross_entropy(op: SoftmaxCrossEntropyOp, e: Any, logits: SSAValue,
                                  labels: SSAValue) -> SSAValue:
-    """``log(sum(exp(z - max))) - picked``; ``picked`` is ``z[label] - max`` found by one
-    reducing generic comparing ``linalg.index`` of the class dim with the label, from an
-    initial ``-max`` (what an out-of-range label keeps)."""
+    """``log(sum(exp(z - max))) - (z[label] - max)``: the row max and the exp-sum are
+    single-result reductions (vectorized), and ``z[label]`` is read by one gather per row
+    (``-max`` is what an out-of-range label picks). A [512, 32000] loss with its gradient:
+    66 -> 11 ms on 2 threads: the exp-sum and the pick as one two-result reduction were
+    left to scalar loops."""
     rows, classes = shape_of(logits.type)
     dtype = element_of(logits)
-    peak = e.reduce(logits, [1], -np.inf, lambda s, v, acc: s.max(v, acc), keep_dims=False)
-    peak_col = e.reshape(peak, [rows, 1])
-    neg_peak = e.elementwise([peak], dtype, lambda s, m: s.neg(m))
+    peak, total = row_softmax_stats(e, logits, keep_dims=False)
 
-    def body(s: Any, z: Any, label: Any, m: Any, total: Any, picked: Any) -> list[Any]:
-        shifted = s.sub(z, m)
-        _, hit = label_hit(s, label, classes, 1)
-        return [s.add(total, s.exp(shifted)), s.select(hit, shifted, picked)]
+    def pick(s: Any, label: Any, m: Any, _out: Any) -> Any:
+        valid, index = label_index(s, label, classes)
+        column = s.emit(arith.IndexCastOp(s.select(valid, index, 0), IndexType()))
+        z = s.emit(tensor_dialect.ExtractOp(logits, [s.emit(linalg_ops.IndexOp(0)), column],
+                                            dtype))
+        return s.select(valid, s.sub(z, m), s.neg(m))
 
-    inputs = [logits, e.reshape(labels, [rows, 1]), peak_col]
-    total, picked = fold(e, inputs, [1], [0.0, neg_peak], body, keep_dims=False)
+    picked = e.generic([labels, peak], [e.empty([rows], dtype)],
+                       [AffineMap.identity(1)] * 3, ["parallel"], pick)
     return e.elementwise([total, picked], dtype, lambda s, t, p: s.sub(s.log(t), p))
 
 

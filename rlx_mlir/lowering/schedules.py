@@ -222,27 +222,63 @@ def _forall(i: int, handle: str, info: OpInfo, threads: int) -> tuple[str, str, 
     return text, f"%fa{i}", ranges
 
 
-def _generic_fragment(i: int, info: OpInfo, threads: int = 1) -> str | None:
+WHOLE_ROW_REDUCTION_MAX = 512
+"""A reduction over the innermost dim up to this size is one vector per row; a longer
+one accumulates vector-wide partials (:func:`_partial_reduction_fragment`)."""
+
+
+def _generic_fragment(i: int, info: OpInfo, threads: int = 1,
+                      partial_combiner: bool = False) -> str | None:
+    """Rows (outer dims) tiled by 1, the innermost dim vectorized; a long innermost
+    reduction whose body combines with a known op (``partial_combiner``) keeps a vector
+    of partial results across its chunks."""
     n = len(info.ranges)
     if n == 0 or any(r == 0 for r in info.ranges):
         return None
     last = info.ranges[-1]
     sizes = [1] * (n - 1)
-    if info.iterators[-1] == "reduction" and last <= 512:
-        sizes.append(0)
+    long_reduction = info.iterators[-1] == "reduction" and last > WHOLE_ROW_REDUCTION_MAX
+    if not long_reduction:
+        sizes.append(0 if info.iterators[-1] == "reduction" else _vec_tile(last))
     else:
         v = _vec_size(last)
         if v is None:
             return None
-        sizes.append(v if v < last else 0)
+        sizes.append(0 if partial_combiner else v)
+    if sizes[-1] is None:
+        return None
     text = _match(i, info.name)
     split, handle, ranges = _forall(i, f"%op{i}", info, threads)
     text += split
     # an outer dim of extent 1 needs no loop
     sizes = [0 if (s == 1 and r == 1) else s for s, r in zip(sizes, ranges, strict=True)]
     text += _tile_for(handle, sizes, f"%t{i}")
+    if long_reduction and partial_combiner:
+        return text + _partial_reduction_fragment(i, f"%t{i}", n, _vec_size(last))
     text += f"    transform.structured.vectorize %t{i} : !transform.any_op\n"
     return text
+
+
+def _vec_tile(n: int) -> int | None:
+    """The innermost tile of a parallel dim of size ``n`` (0: the whole dim; None: none)."""
+    v = _vec_size(n)
+    return None if v is None else (v if v < n else 0)
+
+
+def _partial_reduction_fragment(i: int, handle: str, rank: int, width: int | None) -> str:
+    """``tile_reduction_using_for``: a ``[rows, width]`` accumulator combined chunk by chunk
+    (plain vector ops, kept in registers: its loop is tagged for hoisting) and reduced
+    across lanes once per row, instead of a cross-lane reduction per chunk. A row max of
+    ``4096x1024`` f32 on 2 threads: 0.82 -> 0.16 ms (torch 0.11); ``x - max(x)``: 1.62 ->
+    0.47 ms."""
+    sizes = [0] * (rank - 1) + [width]
+    handles = ", ".join(["!transform.any_op"] * 4)
+    return (f"    %rf{i}, %rs{i}, %rc{i}, %rl{i} = transform.structured.tile_reduction_using_for"
+            f" {handle} by tile_sizes = {sizes} : (!transform.any_op) -> ({handles})\n"
+            f"    transform.structured.vectorize %rs{i} : !transform.any_op\n"
+            f"    transform.structured.vectorize %rc{i} : !transform.any_op\n"
+            f"    transform.structured.vectorize %rf{i} : !transform.any_op\n"
+            + _mark_hoist(f"%rl{i}"))
 
 
 TRANSPOSE_TILE = 16  # a 16x16 block: vector.transpose lowered to AVX-512 shuffles
@@ -654,8 +690,33 @@ def _schedule_transpose(i: int, op, info: OpInfo, threads: int) -> Fragment | No
     return Fragment(text, "vector_transpose") if text else None
 
 
+PARTIAL_COMBINERS = frozenset({
+    "arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf", "arith.maxnumf",
+    "arith.minnumf", "arith.addi", "arith.muli", "arith.andi", "arith.ori", "arith.xori",
+    "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"})
+"""Combiners whose neutral element upstream knows (``tile_reduction_using_for``)."""
+
+
+def _partial_combiner(op, info: OpInfo) -> bool:
+    """A single-result reduction over the innermost dim only, whose yield combines the
+    accumulator (the output block argument) with one :data:`PARTIAL_COMBINERS` op."""
+    if info.iterators.count("reduction") != 1 or info.iterators[-1] != "reduction":
+        return False
+    if len(op.results) != 1:
+        return False
+    block = op.regions[0].blocks[0]
+    yielded = list(block.operations)[-1].operands[0]
+    combiner = yielded.owner
+    if getattr(combiner, "name", None) not in PARTIAL_COMBINERS:
+        return False
+    accumulator = block.arguments[len(block.arguments) - 1]
+    uses = [use.owner for use in accumulator.uses]
+    return len(uses) == 1 and sum(1 for v in combiner.operands if v == accumulator) == 1
+
+
 def _schedule_generic(i: int, op, info: OpInfo, threads: int) -> Fragment | None:
-    text = _generic_fragment(i, info, _op_threads(op, threads))
+    partial = op.name == "linalg.generic" and _partial_combiner(op, info)
+    text = _generic_fragment(i, info, _op_threads(op, threads), partial)
     if text is None:
         return None
     if op.parent.name != "func.func":

@@ -635,3 +635,42 @@ def test_compile_does_not_import_the_linalg_opdsl_table_or_llvm_op_classes(tmp_p
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+LONG_ROW_REDUCTIONS = {
+    "sum": (lambda x: x.sum(axis=-1), lambda x: x.sum(-1)),
+    "max": (lambda x: x.max(axis=-1), lambda x: x.max(-1)),
+    "min": (lambda x: x.min(axis=-1), lambda x: x.min(-1)),
+    "mean_keepdims": (lambda x: x.mean(axis=-1, keepdims=True),
+                      lambda x: x.mean(-1, keepdims=True)),
+    "sum_of_squares": (lambda x: (x * x).sum(axis=-1), lambda x: (x * x).sum(-1)),
+    "softmax": (lambda x: rlx.nn.softmax(x, axis=-1),
+                lambda x: np.exp(x - x.max(-1, keepdims=True))
+                / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_ROW_REDUCTIONS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_row_reductions_keep_vector_partials(name, dtype, rng):
+    """Rows longer than WHOLE_ROW_REDUCTION_MAX: a vector<1x64> accumulator carried across
+    the row's chunks (one cross-lane reduction per row), numbers as numpy's."""
+    ours, reference = LONG_ROW_REDUCTIONS[name]
+    x = rng.standard_normal((6, 2048)).astype(dtype)
+    x[2, 1000] = 40.0  # a max far from the first chunk
+    np.testing.assert_allclose(rlx.jit(ours)(x), reference(x), rtol=1e-5, atol=1e-5)
+    texts = stage_texts(rlx.trace(ours, (x,)).module)
+    element = "f32" if dtype == np.float32 else "f64"
+    carried = rf"step %c64 iter_args\([^)]*\) -> \([^)]*vector<(?:1x)+64x{element}>\)"
+    assert re.search(carried, texts["schedule"])
+
+
+def test_long_row_reductions_of_ints_and_nans(rng):
+    """addi partials, and a NaN anywhere in a row still makes its max NaN (maximumf)."""
+    ints = rng.integers(-1000, 1000, size=(3, 1024)).astype(np.int32)
+    np.testing.assert_array_equal(rlx.jit(lambda v: v.sum(axis=-1))(ints), ints.sum(-1))
+    x = rng.standard_normal((4, 1024)).astype(np.float32)
+    x[1, 700] = np.nan
+    got = rlx.jit(lambda v: v.max(axis=-1))(x)
+    np.testing.assert_array_equal(np.isnan(got), [False, True, False, False])
+    np.testing.assert_allclose(got[[0, 2, 3]], x[[0, 2, 3]].max(-1))
