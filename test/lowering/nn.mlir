@@ -98,23 +98,25 @@ func.func @batch_norm(%x: tensor<2x5x3xf32>, %g: tensor<3xf32>, %b: tensor<3xf32
   func.return %y : tensor<2x5x3xf32>
 }
 
-// Cross-entropy with f32 labels: one reducing generic with two accumulators, the sum of
-// exp(z - max) and the pick (initialised to -max) selected where linalg.index 1 equals
-// the truncated (fptosi), range-checked label. The backward pass is one parallel
-// generic subtracting the one-hot of an i32 label.
+// Cross-entropy with f32 labels: the row max, then one single-result reduction summing
+// exp(z - max) (vectorizable), then one parallel generic over rows reading z[row, label]
+// (tensor.extract at the truncated (fptosi), range-checked label; -max for a label out of
+// range). The backward pass is one parallel generic subtracting the one-hot of an i32 label.
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK: %[[TOP:.*]] = linalg.reduce ins(%z{{.*}}) dimensions = [1]
-// CHECK: %[[NEG:.*]] = linalg.generic
-// CHECK: arith.negf
-// CHECK: %[[LAB:.*]] = tensor.expand_shape %t {{.*}} into tensor<4x1xf32>
-// CHECK: %[[SUM:.*]], %[[PICK:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%z, %[[LAB]], %{{.*}} : {{.*}}) outs(%{{.*}}, %[[NEG]] :
+// CHECK: %[[TOPC:.*]] = tensor.expand_shape %[[TOP]] {{.*}} into tensor<4x1xf32>
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%z, %[[TOPC]] :
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
+// CHECK: arith.addf
+// CHECK-NEXT: linalg.yield
+// CHECK: %[[PICK:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%t,
 // CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
 // CHECK: arith.cmpf olt
 // CHECK: arith.andi
 // CHECK: arith.fptosi {{.*}} : f32 to i64
-// CHECK: linalg.index 1 : index
-// CHECK: arith.cmpi eq
-// CHECK: arith.bitcast %{{.*}} : i32 to f32
+// CHECK: linalg.index 0 : index
+// CHECK: tensor.extract %z[
+// CHECK: arith.negf
 // CHECK: arith.select
 // CHECK: %l = linalg.generic {{.*}} ins(%[[SUM]], %[[PICK]]
 // CHECK: math.log
