@@ -183,7 +183,55 @@ def _vjp_relu_backward(ctx, op, g):
 
 def _first_order_only(op) -> None:
     if op.attr("order", 1) != 1:
-        raise RlxError("third derivatives of activations are not supported", op=op)
+        raise RlxError("the derivative of an order-2 activation_backward is not supported "
+                       "(autodiff never emits one: its second derivatives are built from "
+                       "differentiable ops)", op=op)
+
+
+def _safe_positive(b, x):
+    """``x`` where ``x > 0``, else 1 (a divisor whose unused branch stays finite)."""
+    return b.where(x > 0.0, x, x * 0.0 + 1.0)
+
+
+def _gelu_approx_second_of(b, x, m):
+    t = b.tanh((x + x * x * x * _GELU_A) * _GELU_C)
+    du = (x * x * (3 * _GELU_A) + 1.0) * _GELU_C
+    sech2 = 1.0 - t * t
+    return (sech2 * du - x * t * sech2 * du * du + x * x * sech2 * (3 * _GELU_A * _GELU_C)) * m
+
+
+SECOND_COMPOSITES: dict[str, Callable | None] = {
+    "relu": None, "neg": None, "abs": None, "round": None,  # f'' = 0
+    "tanh": lambda b, x, m, d1: d1(m) * b.tanh(x) * -2.0,
+    "sigmoid": lambda b, x, m, d1: d1(m) * (1.0 - b.sigmoid(x) * 2.0),
+    "silu": lambda b, x, m, d1: (b.activation_backward(x, m, kind="sigmoid")
+                                 * (x * (1.0 - b.sigmoid(x) * 2.0) + 2.0)),
+    "gelu": lambda b, x, m, d1: (b.exp(x * x * -0.5) * _INV_SQRT_2PI * (2.0 - x * x)) * m,
+    "gelu_approx": lambda b, x, m, d1: _gelu_approx_second_of(b, x, m),
+    "exp": lambda b, x, m, d1: b.exp(x) * m,
+    "log": lambda b, x, m, d1: -m / (x * x),
+    "sqrt": lambda b, x, m, d1: d1(m) * -0.5 / _safe_positive(b, x),
+    "rsqrt": lambda b, x, m, d1: d1(m) * -1.5 / _safe_positive(b, x),
+    "sin": lambda b, x, m, d1: -b.sin(x) * m,
+    "cos": lambda b, x, m, d1: -b.cos(x) * m,
+    "tan": lambda b, x, m, d1: d1(m) * b.tan(x) * 2.0,
+    "atan": lambda b, x, m, d1: d1(d1(m)) * x * -2.0,
+}
+"""The second derivative times ``m`` of each activation, from rlx ops and first-order
+``activation_backward`` (``d1(v)`` is the first derivative times ``v``), so derivatives of
+every order compose from the ops' own rules: an order-2 op would need a third-derivative
+rule for each kind (PINN losses, jacfwd of hessian). None: the second derivative is 0.
+E.g. tanh'' = -2 tanh(x) tanh'(x)."""
+assert set(SECOND_COMPOSITES) == set(ACTIVATIONS)
+
+
+def second_derivative_times(ctx, x, m, kind: str):
+    """The second derivative of ``kind`` at ``x`` times ``m``, as differentiable ops
+    (None when it is zero)."""
+    rule = SECOND_COMPOSITES[kind]
+    if rule is None:
+        return None
+    return rule(ctx.b, x, m, lambda v: ctx.b.activation_backward(x, v, kind=kind))
 
 
 @JVP.register(ActivationBackwardOp)
@@ -192,7 +240,7 @@ def _jvp_activation_backward(ctx, op, tx, tdy):
     _first_order_only(op)
     x, dy = ctx.inputs(op)
     kind = op.attr("kind")
-    in_x = None if tx is None else ctx.b.activation_backward(x, dy * tx, kind=kind, order=2)
+    in_x = None if tx is None else second_derivative_times(ctx, x, dy * tx, kind)
     in_dy = None if tdy is None else ctx.b.activation_backward(x, tdy, kind=kind)
     return [ctx.add(in_x, in_dy)]
 
@@ -203,7 +251,7 @@ def _vjp_activation_backward(ctx, op, g):
     _first_order_only(op)
     x, dy = ctx.inputs(op)
     kind = op.attr("kind")
-    return [ctx.b.activation_backward(x, dy * g, kind=kind, order=2),
+    return [second_derivative_times(ctx, x, dy * g, kind),
             ctx.b.activation_backward(x, g, kind=kind)]
 
 
