@@ -132,7 +132,8 @@ ORDERS = {1: DERIVATIVES, 2: SECOND_DERIVATIVES}
 @irdl_op_definition
 class ActivationBackwardOp(RlxOp):
     """``dx = f'(x) * dy`` for activation ``kind`` (SPEC 3.1 table); with ``order = 2``
-    ``f''(x) * dy`` (used by second derivatives: grad of grad, Hessian-vector products).
+    ``f''(x) * dy`` (no derivative rule: autodiff builds second derivatives from
+    differentiable ops instead, so derivatives of any order compose).
 
     Sqrt and rsqrt have gradient 0 at x <= 0, abs has 0 at 0, round is
     straight-through (gradient 1).
