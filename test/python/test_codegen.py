@@ -674,3 +674,24 @@ def test_long_row_reductions_of_ints_and_nans(rng):
     got = rlx.jit(lambda v: v.max(axis=-1))(x)
     np.testing.assert_array_equal(np.isnan(got), [False, True, False, False])
     np.testing.assert_allclose(got[[0, 2, 3]], x[[0, 2, 3]].max(-1))
+
+
+@pytest.mark.parametrize("dilation", [1, 2])
+def test_big_dense_conv_runs_one_packed_matmul_per_image(dilation, rng):
+    """A dense conv of 2^27+ flops: a parallel loop over images, each image's im2col and
+    packed [O, C*9] @ [C*9, Ho*Wo] matmul writing its NCHW output (no transpose)."""
+    import torch
+
+    x = rng.standard_normal((4, 32, 64, 64)).astype(np.float32)
+    w = (rng.standard_normal((64, 32, 3, 3)) * 0.1).astype(np.float32)
+    bias = rng.standard_normal(64).astype(np.float32)
+
+    def conv(x, w, b):
+        return rlx.nn.conv2d(x, w, b, padding=(dilation, dilation), dilation=(dilation, dilation))
+
+    texts = stage_texts(rlx.trace(conv, (x, w, bias)).module)
+    assert schedules.LAST_COUNTS.get("matmul_packed") == 1
+    assert "scf.forall" in texts["contractions"] and "linalg.transpose" not in texts["contractions"]
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(bias),
+                                      padding=dilation, dilation=dilation).numpy()
+    np.testing.assert_allclose(rlx.jit(conv)(x, w, bias), want, rtol=1e-4, atol=1e-4)
