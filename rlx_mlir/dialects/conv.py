@@ -629,14 +629,14 @@ def _lower_conv2d(op: Conv2dOp, e: Any, x: SSAValue, w: SSAValue,
     g = cfg.groups
     grouped_shape = (n, g, c_out // g, ho, wo)
     dtype = x.type.element_type  # type: ignore[attr-defined]
-    wg = split_dim(e, w, 0, g)
     if per_image_form(op, grouped_shape, shape_of(w.type)):
-        return merge_dims(e, per_image_conv(e, x, wg, bias, grouped_shape, cfg), 1)
-    xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
+        y = per_image_conv(e, x, split_dim(e, w, 0, g), bias, grouped_shape, cfg)
+        return merge_dims(e, y, 1)
     init = (e.fill(0.0, grouped_shape, dtype) if bias is None
             else grouped_bias_init(e, bias, grouped_shape))
+    xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
     correlate = direct_correlation if direct_form(shape_of(w.type)[1], g) else grouped_correlation
-    y = correlate(e, xp, wg, init, cfg.stride, cfg.dilation)
+    y = correlate(e, xp, split_dim(e, w, 0, g), init, cfg.stride, cfg.dilation)
     return merge_dims(e, y, 1)
 
 

@@ -308,9 +308,9 @@ def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
     if not outputs:
         raise RlxError(f"@{name} has no result to differentiate", op=f)
     if not (isinstance(outputs[0], TensorType) and dtype_of(outputs[0]) in FLOAT_DTYPES):
-        raise RlxError(f"the loss (result 0 of @{name}) must be a real float tensor (as "
-                       f"jax.grad: complex values inside are differentiable, a complex loss "
-                       f"is not), got {outputs[0]}", op=f)
+        raise RlxError(f"the loss (result 0 of @{name}) must be a float tensor (f32 or "
+                       f"f64: as in jax.grad, complex values inside are differentiable, a "
+                       f"complex loss is not), got {outputs[0]}", op=f)
     inputs = list(f.function_type.inputs.data)
     block = Block(arg_types=[*inputs, outputs[0]])
     for new, old in zip(block.args, f.body.block.args, strict=False):

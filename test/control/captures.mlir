@@ -178,10 +178,18 @@ func.func @vjp_data(%x: tensor<3xf32> {rlx.name = "x", rlx.param}, %d: tensor<3x
 // JVP-NEXT: rlx.mul %[[TW]], %[[S]]
 // JVP-NOT: rlx.while
 // JVP: func.return
+// The batched loop stays one rlx.while with its bound (as JAX batches while_loop); its
+// body evaluates both branches of the batched rlx.if and selects.
 // VMAP-LABEL: func.func @nested_vmap(%x: tensor<2x3xf32>
 // VMAP: %[[W:[^ ]+]] = rlx.tanh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
-// VMAP: rlx.mul %x, %[[W]] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-// VMAP: rlx.sub %x, %[[W]] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// VMAP: rlx.while %x {max_iterations = 3 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// VMAP: }, {
+// VMAP-NEXT: ^bb0(%[[S:[^:]+]]: tensor<2x3xf32>):
+// VMAP: rlx.mul %[[S]], %[[W]] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// VMAP: rlx.sub %[[S]], %[[W]] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// VMAP: rlx.where
+// VMAP-NOT: rlx.while
+// VMAP: func.return
 func.func @nested(%x: tensor<3xf32> {rlx.name = "x", rlx.param}) -> tensor<f32> {
   %w = rlx.tanh %x : (tensor<3xf32>) -> tensor<3xf32>
   %lim = rlx.constant {value = dense<6.000000e+00> : tensor<f32>} : () -> tensor<f32>
