@@ -695,3 +695,32 @@ def test_big_dense_conv_runs_one_packed_matmul_per_image(dilation, rng):
     want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(bias),
                                       padding=dilation, dilation=dilation).numpy()
     np.testing.assert_allclose(rlx.jit(conv)(x, w, bias), want, rtol=1e-4, atol=1e-4)
+
+
+def test_small_register_tiles_use_whole_vectors():
+    """Tiles of 16, 32 or 64 columns when they divide n, rows keeping <= 16 accumulators."""
+    assert schedules.small_register_tile(112, 112) == (8, 16)
+    assert schedules.small_register_tile(96, 96) == (8, 32)
+    assert schedules.small_register_tile(128, 128) == (4, 64)
+    assert schedules.small_register_tile(256, 10) == (8, 10)
+    assert schedules.small_register_tile(64, 56) == (4, 56)
+
+
+@pytest.mark.parametrize("seq", [96, 100])
+def test_attention_at_odd_lengths_splits_columns_into_whole_vectors(seq, rng):
+    """Per-head score tiles of 100 keys: 96 columns in 16- or 32-wide vectors plus a
+    4-column remainder, not 50-wide vectors (LLVM spilled them: 10x slower per score);
+    numbers as torch's."""
+    import torch
+
+    q, k, v = (rng.standard_normal((2, seq, 64)).astype(np.float32) for _ in range(3))
+
+    def attend(q, k, v):
+        return rlx.nn.attention(q, k, v, num_heads=1)
+
+    texts = stage_texts(rlx.trace(attend, (q, k, v)).module)
+    widths = {int(w) for w in re.findall(r"vector<\d+x(\d+)xf32>", texts["schedule"])}
+    assert widths and all(w <= 16 or w in (32, 64, seq) for w in widths), widths
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(a)[:, None] for a in (q, k, v)))[:, 0].numpy()
+    np.testing.assert_allclose(rlx.jit(attend)(q, k, v), want, rtol=1e-4, atol=1e-5)
