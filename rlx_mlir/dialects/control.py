@@ -22,7 +22,7 @@ autodiff, JVP and vmap treat a captured value like an operand. The derivative re
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -250,7 +250,7 @@ class WhileOp(RlxOp):
     """``while cond(state): state = body(state)``, at most ``max_iterations`` times.
 
     Regions: ``cond`` (state -> one-element i1) and ``body`` (state -> state).
-    Reverse-mode autodiff unrolls the loop ``max_iterations`` times with each step
+    Reverse-mode autodiff runs it as an ``rlx.scan`` of ``max_iterations`` steps, each
     masked by ``cond`` (``s = where(cond(s), body(s), s)``), so an early exit is
     differentiated exactly; ``max_iterations`` is then required. Forward mode (``--jvp``)
     keeps one loop over ``[state; tangent]``, bounded or not, as JAX does.
@@ -354,10 +354,13 @@ def _interpret_custom_fn(op: CustomFnOp, *primals: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- autodiff (SPEC 4.4, 5.11, 5.12)
 
 
-def _inline(b: Builder, region, args: Sequence[Tensor]) -> list[Tensor]:
+def _inline(b: Builder, region, args: Sequence[Tensor],
+            renames: Mapping[SSAValue, SSAValue] | None = None) -> list[Tensor]:
+    """``region``'s ops copied (and prepared for autodiff) into ``b`` with its arguments
+    bound to ``args`` and the values it uses from above renamed by ``renames``."""
     from rlx_mlir.transforms.autodiff import mirror_prepared
 
-    return mirror_prepared(b, region.block, args)
+    return mirror_prepared(b, region.block, args, renames=renames)
 
 
 def _scalar_predicate(b: Builder, pred: Tensor) -> Tensor:
@@ -376,25 +379,42 @@ def _prepare_if(b: Builder, op: IfOp, operands: list[Tensor]) -> list[Tensor]:
 
 @PREPARE_AD.register(WhileOp)
 def _prepare_while(b: Builder, op: WhileOp, operands: list[Tensor]) -> list[Tensor]:
-    """Unrolled ``max_iterations`` times, each step masked by ``cond`` so that an early
-    exit is honoured exactly: ``s = where(cond(s), body(a), s)``, where ``a`` is the last
-    state ``cond`` held for (``s`` while looping). After the exit the masked steps thus
-    rerun a step the loop really took, not the body on a state it never saw (``s +
-    exp(s)`` there overflows, and its zero cotangent times an infinite derivative was NaN).
+    """A scan of ``max_iterations`` steps, each masked by ``cond`` so that an early exit
+    is honoured exactly: ``s = where(cond(s), body(a), s)``, where ``a`` is the last state
+    ``cond`` held for (``s`` while looping), carried next to ``s``. After the exit the
+    masked steps thus rerun a step the loop really took, not the body on a state it never
+    saw (``s + exp(s)`` there overflows, and its zero cotangent times an infinite
+    derivative was NaN). Values the regions use from above become per-step inputs, as a
+    scan's broadcast inputs do; the scan's VJP then gives the gradients, with one body
+    in the IR whatever the bound (it was unrolled, at a compile time quadratic in it).
     """
+    from rlx_mlir.transforms.autodiff import region_captures
+
     bound = op.attr("max_iterations")
     if bound is None:
         raise RlxError("'rlx.while' needs a max_iterations attribute to be differentiated "
-                       "(autodiff unrolls it)", op=op)
+                       "(autodiff runs it as a masked scan of that many steps)", op=op)
     (state,) = operands
-    anchor = state
-    for step in range(bound):
-        (p,) = _inline(b, op.cond, [state])
-        looping = _scalar_predicate(b, p)
-        anchor = b.where(looping, state, anchor) if step else state
-        (nxt,) = _inline(b, op.body, [anchor])
-        state = b.where(looping, nxt, state)
-    return [state]
+    if bound == 0:
+        return [state]
+    captures = region_captures([op.cond, op.body])
+    per_step = [b.expand(b.reshape(c, (1, *c.shape)), (bound, *c.shape))
+                for c in map(b.wrap, captures)]
+
+    def step(sb: Builder, carried: Tensor, *captured: Tensor) -> Tensor:
+        renames = dict(zip(captures, (c.value for c in captured), strict=True))
+        s, anchor = _unpack(sb, carried)
+        (p,) = _inline(sb, op.cond, [s], renames)
+        looping = _scalar_predicate(sb, p)
+        anchor = sb.where(looping, s, anchor)
+        (nxt,) = _inline(sb, op.body, [anchor], renames)
+        return _pack(sb, sb.where(looping, nxt, s), anchor)
+
+    trajectory = b.scan(_pack(b, state, state), step, length=bound, xs=per_step,
+                        save_trajectory=True)
+    last = b.reshape(b.narrow(trajectory, axis=0, start=bound - 1, length=1),
+                     trajectory.shape[1:])
+    return [_unpack(b, last)[0]]
 
 
 @PREPARE_AD.register(CustomFnOp)

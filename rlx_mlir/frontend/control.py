@@ -587,7 +587,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *,
 
     ``cond_fun`` returns a scalar bool; ``body_fun`` returns a pytree like ``init_val``.
     ``max_iterations`` (an rlx extension) stops the loop after that many steps and makes
-    it differentiable (autodiff unrolls it, each step masked by ``cond_fun``); without it
+    it differentiable (autodiff runs that many steps as a scan, each masked by
+    ``cond_fun``); without it
     ``grad`` is an error, as in JAX.
 
     >>> # i, x = rlx.while_loop(lambda s: s[0] < 10, lambda s: (s[0] + 1, s[1] * 2.0), (0, x))

@@ -357,15 +357,15 @@ def _mirror_body(f: func.FuncOp, block: Block) -> list[list[SSAValue]]:
 
 
 def mirror_prepared(builder: Builder, source: Block, args: Sequence[Tensor],
-                    prepare: bool = True) -> list[Tensor]:
+                    prepare: bool = True,
+                    renames: Mapping[SSAValue, SSAValue] | None = None) -> list[Tensor]:
     """Copy ``source``'s ops after ``builder``'s block with its arguments bound to ``args``,
     applying the PREPARE_AD rewrites (SPEC 4.4) unless ``prepare`` is False; returns the
     terminator's operands.
 
-    Values ``source`` captures from above and that are not renamed stay as they are."""
-    mapping: dict[SSAValue, SSAValue] = {
-        old: new.value for old, new in zip(source.args, args, strict=True)
-    }
+    Values ``source`` captures from above stay as they are unless ``renames`` maps them."""
+    mapping: dict[SSAValue, SSAValue] = dict(renames or {})
+    mapping.update({old: new.value for old, new in zip(source.args, args, strict=True)})
     for op in source.ops:
         if op is source.last_op and op.name in ("func.return", "rlx.yield"):
             return [builder.wrap(mapping.get(v, v)) for v in op.operands]

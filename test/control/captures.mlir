@@ -45,11 +45,21 @@ func.func @cond(%x: tensor<3xf32> {rlx.name = "x", rlx.param}) -> tensor<f32> {
   func.return %r : tensor<f32>
 }
 
-// The body captures %w = tanh(x) and %k, the condition captures %lim.
+// The body captures %w = tanh(x) and %k, the condition captures %lim. Autodiff makes the
+// loop a masked scan of max_iterations steps whose per-step inputs are the captures (%w
+// repeated 4 times); the summed per-step gradient of %w flows back through tanh.
 // GRAD-LABEL: func.func @loop_grad(
 // GRAD: %[[W:[^ ]+]] = rlx.tanh %x
-// GRAD: rlx.add %{{[^,]*}}, %[[W]]
-// GRAD: rlx.activation_backward %x, %{{.*}} {kind = "tanh"}
+// GRAD: %[[W1:[^ ]+]] = rlx.reshape %[[W]] : (tensor<3xf32>) -> tensor<1x3xf32>
+// GRAD-NEXT: %[[WS:[^ ]+]] = rlx.expand %[[W1]] : (tensor<1x3xf32>) -> tensor<4x3xf32>
+// GRAD: %[[TRAJ:[^ ]+]] = rlx.scan %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[WS]] {length = 4 : i64, num_xs = 3 : i64, save_trajectory = true} : (tensor<2x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3xf32>) -> tensor<4x2x3xf32>
+// GRAD-NEXT: ^bb0(%{{[^:]+}}: tensor<2x3xf32>, %{{[^:]+}}: tensor<f32>, %{{[^:]+}}: tensor<f32>, %[[WT:[^:]+]]: tensor<3xf32>):
+// GRAD: rlx.add %{{[^,]*}}, %[[WT]]
+// GRAD-NOT: rlx.while
+// GRAD: %[[DWS:[^ ]+]] = rlx.scan_backward_xs %{{[^,]+}}, %[[TRAJ]], {{.*}} {xs_idx = 2 : i64, length = 4 : i64}
+// GRAD: %[[DW1:[^ ]+]] = rlx.reduce_sum %[[DWS]] {axes = array<i64: 0>, keep_dims = true}
+// GRAD-NEXT: %[[DW:[^ ]+]] = rlx.reshape %[[DW1]]
+// GRAD-NEXT: rlx.activation_backward %x, %[[DW]] {kind = "tanh"}
 // JVP-LABEL: func.func @loop_jvp(
 // JVP: rlx.activation_backward %x, %tangent_x {kind = "tanh"}
 // VMAP-LABEL: func.func @loop_vmap(%x: tensor<2x3xf32>
@@ -164,8 +174,11 @@ func.func @vjp_data(%x: tensor<3xf32> {rlx.name = "x", rlx.param}, %d: tensor<3x
 // the function body.
 // GRAD-LABEL: func.func @nested_grad(
 // GRAD: %[[W:[^ ]+]] = rlx.tanh %x
-// GRAD: rlx.mul %x, %[[W]]
-// GRAD: rlx.sub %x, %[[W]]
+// GRAD: rlx.scan
+// GRAD-NEXT: ^bb0(%{{[^:]+}}: tensor<2x3xf32>, %{{[^:]+}}: tensor<f32>, %[[WT:[^:]+]]: tensor<3xf32>):
+// GRAD: %[[A:[^ ]+]] = rlx.where %{{[^,]+}}, %{{[^,]+}}, %{{[^ ]+}} : (tensor<i1>, tensor<3xf32>, tensor<3xf32>)
+// GRAD: rlx.mul %[[A]], %[[WT]]
+// GRAD: rlx.sub %[[A]], %[[WT]]
 // GRAD: func.return
 // The JVP keeps the loop (JAX's rule): one rlx.while over [state; tangent] whose body
 // reads %w and its tangent from above; the primal result comes from it too.

@@ -155,14 +155,20 @@ def while_model(bound=6):
     return b.module
 
 
-def test_unroll_while_replicates_body_n_times():
+@pytest.mark.parametrize("bound", [3, 500])
+def test_grad_of_while_is_one_masked_scan_whatever_the_bound(bound):
+    """The loop becomes a scan of max_iterations steps (its VJP a scan_backward), the
+    body appearing once in the forward and once in the backward, not ``bound`` times."""
     b = rlx.Builder("f")
     x = b.param("x", (3,))
     b.ret(b.reduce_sum(b.while_loop(x, lambda b, s: b.full((), True, "i1"),
-                                    lambda b, s: b.relu(s), max_iterations=3), axes=[0]))
+                                    lambda b, s: b.relu(s), max_iterations=bound), axes=[0]))
     g = rlx.grad_with_loss(b.module)
     assert not ops_named(g, "rlx.while")
-    assert len(ops_named(g, "rlx.relu")) == 3
+    (scan,) = ops_named(g, "rlx.scan")
+    assert scan.attributes["length"].value.data == bound
+    assert len(ops_named(g, "rlx.relu")) == 1
+    assert len(ops_named(g, "rlx.scan_backward")) == 1
 
 
 @pytest.mark.parametrize("x", [0.3, 2.0, 4.9, 7.0])

@@ -418,6 +418,23 @@ def test_grad_of_while_loop_is_finite_where_the_body_overflows_after_the_exit():
     close(got, want)
 
 
+def test_grad_and_hessian_of_a_long_while_loop_closing_over_weights_match_jax():
+    """A bound of 300, an exit after 122 steps, a closed-over weight in the body and a
+    threshold in cond: the masked scan gives JAX's gradients and second derivative."""
+    def ours(w, a, x):
+        step = lambda s: s + 0.01 + rlx.nn.tanh(s @ w) * 0.01  # noqa: E731
+        return rlx.while_loop(lambda s: s.sum() < a, step, x, max_iterations=300).sum()
+
+    def theirs(w, a, x):
+        body = lambda i, s: jnp.where(s.sum() < a, s + 0.01 + jnp.tanh(s @ w) * 0.01, s)  # noqa: E731
+        return lax.fori_loop(0, 300, body, x).sum()
+
+    a, x = np.float64(3.0), np.abs(H0) * 0.1
+    close(rlx.grad(ours, argnums=(0, 2))(W, a, x), jax.grad(theirs, argnums=(0, 2))(W, a, x))
+    close(rlx.hessian(lambda x: ours(W, a, x))(x), jax.hessian(lambda x: theirs(W, a, x))(x),
+          rtol=1e-9)
+
+
 def test_grad_of_while_loop_without_max_iterations_is_an_error():
     with pytest.raises(RlxError, match="needs a max_iterations"):
         rlx.grad(lambda x: rlx.while_loop(lambda s: s.sum() < 5.0, lambda s: s * 1.5, x).sum()

@@ -65,7 +65,7 @@ def ref_cond(x):
 
 
 def _while(s, cond, body, bound):
-    """rlx.while with max_iterations, as a masked unrolled loop."""
+    """rlx.while with max_iterations, as a loop of that many masked steps."""
     for _ in range(bound):
         s = jnp.where(cond(s), body(s), s)
     return s
