@@ -154,7 +154,10 @@ def _method(data: dict[str, Any]) -> str:
   transformer` times a cold compile phase by phase (xDSL, each upstream stage, LLVM).
 * Convolutions (not part of the run): `.venv/bin/python bench/conv_ops.py --groups 1 2 4 8
   16 32 64` (and `--stride 2`) times grouped and depthwise conv2d and both gradients next to PyTorch eager in one
-  process; its figures are in `docs/lowering.md` (Convolutions)."""
+  process; its figures are in `docs/lowering.md` (Convolutions).
+* Scans (not part of the run): `.venv/bin/python bench/scan_rnn.py` times the gradient of
+  a 1000-step RNN scan closing over its weight next to JAX jit, with the peak memory; its
+  figures are in `docs/autodiff.md` (Control flow)."""
 
 
 def _workload_section(data: dict[str, Any], workload: str) -> str:

@@ -384,9 +384,9 @@ def _prepare_while(b: Builder, op: WhileOp, operands: list[Tensor]) -> list[Tens
     ``cond`` held for (``s`` while looping), carried next to ``s``. After the exit the
     masked steps thus rerun a step the loop really took, not the body on a state it never
     saw (``s + exp(s)`` there overflows, and its zero cotangent times an infinite
-    derivative was NaN). Values the regions use from above become per-step inputs, as a
-    scan's broadcast inputs do; the scan's VJP then gives the gradients, with one body
-    in the IR whatever the bound (it was unrolled, at a compile time quadratic in it).
+    derivative was NaN). Values the regions use from above become broadcast inputs of the
+    scan; its VJP then gives the gradients, with one body in the IR whatever the bound
+    (it was unrolled, at a compile time quadratic in it).
     """
     from rlx_mlir.transforms.autodiff import region_captures
 
@@ -398,8 +398,6 @@ def _prepare_while(b: Builder, op: WhileOp, operands: list[Tensor]) -> list[Tens
     if bound == 0:
         return [state]
     captures = region_captures([op.cond, op.body])
-    per_step = [b.expand(b.reshape(c, (1, *c.shape)), (bound, *c.shape))
-                for c in map(b.wrap, captures)]
 
     def step(sb: Builder, carried: Tensor, *captured: Tensor) -> Tensor:
         renames = dict(zip(captures, (c.value for c in captured), strict=True))
@@ -410,8 +408,8 @@ def _prepare_while(b: Builder, op: WhileOp, operands: list[Tensor]) -> list[Tens
         (nxt,) = _inline(sb, op.body, [anchor], renames)
         return _pack(sb, sb.where(looping, nxt, s), anchor)
 
-    trajectory = b.scan(_pack(b, state, state), step, length=bound, xs=per_step,
-                        save_trajectory=True)
+    trajectory = b.scan(_pack(b, state, state), step, length=bound,
+                        bcasts=[b.wrap(c) for c in captures], save_trajectory=True)
     last = b.reshape(b.narrow(trajectory, axis=0, start=bound - 1, length=1),
                      trajectory.shape[1:])
     return [_unpack(b, last)[0]]
@@ -430,17 +428,15 @@ def _prepare_custom_fn(b: Builder, op: CustomFnOp, operands: list[Tensor]) -> li
 
 @PREPARE_AD.register(ScanOp)
 def _prepare_scan(b: Builder, op: ScanOp, operands: list[Tensor]) -> list[Tensor]:
-    """Broadcast inputs become per-step inputs (expanded to ``[length, ...]``) and the
-    scan saves its (checkpointed) trajectory; a final-carry scan reads the last row,
-    which is always the final carry (SPEC 4.4 step 8, and the fix of SPEC 9.15)."""
+    """The scan saves its (checkpointed) trajectory; a final-carry scan reads the last
+    row, which is always the final carry (SPEC 4.4 step 8, and the fix of SPEC 9.15).
+    Broadcast inputs stay broadcast: ``rlx.scan_backward_xs`` sums their gradient over
+    the steps (SPEC 4.4 copies them ``length`` times, a weight of an RNN included)."""
     length, num_bcast, num_xs, save, k = scan_layout(op.in_types(), op.py_attrs())
     init, *inputs = operands
-    bcasts = [b.expand(b.reshape(v, (1, *v.shape)), (length, *v.shape))
-              for v in inputs[:num_bcast]]
-    xs = [*bcasts, *inputs[num_bcast:]]
     region = op.body.clone()
     traj = b._emit_with_regions(
-        "scan", [init, *xs], [region], length=length, num_xs=len(xs) or None,
+        "scan", [init, *inputs], [region], length=length, num_xs=num_xs or None,
         save_trajectory=True, num_checkpoints=k or None)
     if save:
         return [traj]
@@ -490,20 +486,20 @@ def _with_integer_zeros(g: func.FuncOp, args: Sequence[SSAValue],
 
 @VJP.register(ScanOp)
 def _vjp_scan(ctx: VjpContext, op: ScanOp, g: Tensor) -> list[Tensor | None]:
-    """d init and d xs_i through ``rlx.scan_backward`` / ``rlx.scan_backward_xs``."""
+    """d init and d input_i through ``rlx.scan_backward`` / ``rlx.scan_backward_xs``."""
     length, num_bcast, num_xs, save, k = scan_layout(op.in_types(), op.py_attrs())
-    if num_bcast or not save:
+    if not save:
         raise RlxError("internal error: scan reached the VJP without being prepared", op=op)
     init, *xs = ctx.inputs(op)
     (traj,) = ctx.outputs(op)
-    attrs = dict(length=length, num_checkpoints=k or None)
+    attrs = dict(length=length, num_checkpoints=k or None, num_bcast=num_bcast or None)
     regions = lambda: [body_vjp_region(op.body)] + (  # noqa: E731
         [op.body.clone()] if trajectory_rows(length, k) != length else [])
     operands = [init, traj, g, *xs]
     grads = [ctx.b._emit_with_regions("scan_backward", operands, regions(), **attrs)]
     grads += [ctx.b._emit_with_regions("scan_backward_xs", operands, regions(), xs_idx=i,
                                        **attrs) if xs[i].dtype in ("f32", "f64") else None
-              for i in range(num_xs)]
+              for i in range(num_bcast + num_xs)]
     return grads
 
 

@@ -46,20 +46,17 @@ func.func @cond(%x: tensor<3xf32> {rlx.name = "x", rlx.param}) -> tensor<f32> {
 }
 
 // The body captures %w = tanh(x) and %k, the condition captures %lim. Autodiff makes the
-// loop a masked scan of max_iterations steps whose per-step inputs are the captures (%w
-// repeated 4 times); the summed per-step gradient of %w flows back through tanh.
+// loop a masked scan of max_iterations steps whose broadcast inputs are the captures; the
+// gradient of %w, summed over the steps by scan_backward_xs, flows back through tanh.
 // GRAD-LABEL: func.func @loop_grad(
 // GRAD: %[[W:[^ ]+]] = rlx.tanh %x
-// GRAD: %[[W1:[^ ]+]] = rlx.reshape %[[W]] : (tensor<3xf32>) -> tensor<1x3xf32>
-// GRAD-NEXT: %[[WS:[^ ]+]] = rlx.expand %[[W1]] : (tensor<1x3xf32>) -> tensor<4x3xf32>
-// GRAD: %[[TRAJ:[^ ]+]] = rlx.scan %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[WS]] {length = 4 : i64, num_xs = 3 : i64, save_trajectory = true} : (tensor<2x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3xf32>) -> tensor<4x2x3xf32>
+// GRAD: %[[TRAJ:[^ ]+]] = rlx.scan %{{[^,]+}}, %lim, %k, %[[W]] {length = 4 : i64, save_trajectory = true} : (tensor<2x3xf32>, tensor<f32>, tensor<f32>, tensor<3xf32>) -> tensor<4x2x3xf32>
 // GRAD-NEXT: ^bb0(%{{[^:]+}}: tensor<2x3xf32>, %{{[^:]+}}: tensor<f32>, %{{[^:]+}}: tensor<f32>, %[[WT:[^:]+]]: tensor<3xf32>):
 // GRAD: rlx.add %{{[^,]*}}, %[[WT]]
 // GRAD-NOT: rlx.while
-// GRAD: %[[DWS:[^ ]+]] = rlx.scan_backward_xs %{{[^,]+}}, %[[TRAJ]], {{.*}} {xs_idx = 2 : i64, length = 4 : i64}
-// GRAD: %[[DW1:[^ ]+]] = rlx.reduce_sum %[[DWS]] {axes = array<i64: 0>, keep_dims = true}
-// GRAD-NEXT: %[[DW:[^ ]+]] = rlx.reshape %[[DW1]]
-// GRAD-NEXT: rlx.activation_backward %x, %[[DW]] {kind = "tanh"}
+// GRAD: %[[DW:[^ ]+]] = rlx.scan_backward_xs %{{[^,]+}}, %[[TRAJ]], %{{[^,]+}}, %lim, %k, %[[W]] {xs_idx = 2 : i64, length = 4 : i64, num_bcast = 3 : i64} : ({{.*}}) -> tensor<3xf32>
+// GRAD-NOT: rlx.expand %[[W]]
+// GRAD: rlx.activation_backward %x, %[[DW]] {kind = "tanh"}
 // JVP-LABEL: func.func @loop_jvp(
 // JVP: rlx.activation_backward %x, %tangent_x {kind = "tanh"}
 // VMAP-LABEL: func.func @loop_vmap(%x: tensor<2x3xf32>

@@ -9,6 +9,8 @@
 // RUN: rlx-run %s --entry custom | FileCheck %s --check-prefix=CUSTOM
 // RUN: rlx-run %s --entry backward | FileCheck %s --check-prefix=BWD
 // RUN: rlx-run %s --entry backward --interpret | FileCheck %s --check-prefix=BWD
+// RUN: rlx-run %s --entry backward_bcast | FileCheck %s --check-prefix=BCAST
+// RUN: rlx-run %s --entry backward_bcast --interpret | FileCheck %s --check-prefix=BCAST
 
 // c -> 2c from [1, 0.5]: every carry, then the 2-checkpoint rows (steps 1 and 3);
 // a cumulative sum over xs from [0, 100].
@@ -184,4 +186,66 @@ func.func @backward() -> (tensor<1xf64>, tensor<3x1xf64>, tensor<1xf64>) {
     rlx.yield %dc : (tensor<1xf64>) -> ()
   })
   func.return %dinit, %dxs, %dall : tensor<1xf64>, tensor<3x1xf64>, tensor<1xf64>
+}
+
+// A broadcast input: c' = c * w * x_t with w = 0.5 the same every step (num_bcast = 1),
+// xs = [2, 3, 4], c = 1, K = 1 (the final carry 3 stored). With upstream 1: d init =
+// w^3 * 24 = 3; d w, summed over the steps, = 3 w^2 * 24 = 18; d xs = 3 / xs.
+// BCAST: result 0: tensor<1xf64>
+// BCAST-NEXT: [3.000000]
+// BCAST: result 1: tensor<1xf64>
+// BCAST-NEXT: [18.000000]
+// BCAST: result 2: tensor<3x1xf64>
+// BCAST-NEXT: {{\[\[}}1.500000],
+// BCAST-NEXT: [1.000000],
+// BCAST-NEXT: [0.750000]]
+func.func @backward_bcast() -> (tensor<1xf64>, tensor<1xf64>, tensor<3x1xf64>) {
+  %init = rlx.constant {value = dense<1.0> : tensor<1xf64>} : () -> tensor<1xf64>
+  %w = rlx.constant {value = dense<0.5> : tensor<1xf64>} : () -> tensor<1xf64>
+  %xs = rlx.constant {value = dense<[[2.0], [3.0], [4.0]]> : tensor<3x1xf64>} : () -> tensor<3x1xf64>
+  %traj = rlx.constant {value = dense<[[3.0]]> : tensor<1x1xf64>} : () -> tensor<1x1xf64>
+  %up = rlx.constant {value = dense<[[1.0]]> : tensor<1x1xf64>} : () -> tensor<1x1xf64>
+  %dinit = rlx.scan_backward %init, %traj, %up, %w, %xs {length = 3 : i64, num_checkpoints = 1 : i64, num_bcast = 1 : i64} : (tensor<1xf64>, tensor<1x1xf64>, tensor<1x1xf64>, tensor<1xf64>, tensor<3x1xf64>) -> tensor<1xf64> ({
+  ^bb0(%c: tensor<1xf64>, %v: tensor<1xf64>, %x: tensor<1xf64>, %g: tensor<1xf64>):
+    %gw = rlx.mul %g, %v : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %gc = rlx.mul %g, %c : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %dc = rlx.mul %gw, %x : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %dw = rlx.mul %gc, %x : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %dx = rlx.mul %gc, %v : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    rlx.yield %dc, %dw, %dx : (tensor<1xf64>, tensor<1xf64>, tensor<1xf64>) -> ()
+  }, {
+  ^bb0(%c: tensor<1xf64>, %v: tensor<1xf64>, %x: tensor<1xf64>):
+    %cw = rlx.mul %c, %v : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %n = rlx.mul %cw, %x : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    rlx.yield %n : (tensor<1xf64>) -> ()
+  })
+  %dwsum = rlx.scan_backward_xs %init, %traj, %up, %w, %xs {xs_idx = 0 : i64, length = 3 : i64, num_checkpoints = 1 : i64, num_bcast = 1 : i64} : (tensor<1xf64>, tensor<1x1xf64>, tensor<1x1xf64>, tensor<1xf64>, tensor<3x1xf64>) -> tensor<1xf64> ({
+  ^bb0(%c: tensor<1xf64>, %v: tensor<1xf64>, %x: tensor<1xf64>, %g: tensor<1xf64>):
+    %gw = rlx.mul %g, %v : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %gc = rlx.mul %g, %c : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %dc = rlx.mul %gw, %x : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %dw = rlx.mul %gc, %x : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %dx = rlx.mul %gc, %v : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    rlx.yield %dc, %dw, %dx : (tensor<1xf64>, tensor<1xf64>, tensor<1xf64>) -> ()
+  }, {
+  ^bb0(%c: tensor<1xf64>, %v: tensor<1xf64>, %x: tensor<1xf64>):
+    %cw = rlx.mul %c, %v : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %n = rlx.mul %cw, %x : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    rlx.yield %n : (tensor<1xf64>) -> ()
+  })
+  %dxs = rlx.scan_backward_xs %init, %traj, %up, %w, %xs {xs_idx = 1 : i64, length = 3 : i64, num_checkpoints = 1 : i64, num_bcast = 1 : i64} : (tensor<1xf64>, tensor<1x1xf64>, tensor<1x1xf64>, tensor<1xf64>, tensor<3x1xf64>) -> tensor<3x1xf64> ({
+  ^bb0(%c: tensor<1xf64>, %v: tensor<1xf64>, %x: tensor<1xf64>, %g: tensor<1xf64>):
+    %gw = rlx.mul %g, %v : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %gc = rlx.mul %g, %c : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %dc = rlx.mul %gw, %x : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %dw = rlx.mul %gc, %x : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %dx = rlx.mul %gc, %v : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    rlx.yield %dc, %dw, %dx : (tensor<1xf64>, tensor<1xf64>, tensor<1xf64>) -> ()
+  }, {
+  ^bb0(%c: tensor<1xf64>, %v: tensor<1xf64>, %x: tensor<1xf64>):
+    %cw = rlx.mul %c, %v : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    %n = rlx.mul %cw, %x : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+    rlx.yield %n : (tensor<1xf64>) -> ()
+  })
+  func.return %dinit, %dwsum, %dxs : tensor<1xf64>, tensor<1xf64>, tensor<3x1xf64>
 }

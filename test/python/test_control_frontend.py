@@ -109,6 +109,15 @@ def test_scan_ir_passes_the_closure_as_a_broadcast_operand_and_stores_ys_once():
     assert "rlx.concat" not in ir and "captured" not in ir
 
 
+def test_scan_gradient_sums_the_closed_over_weight_without_copying_it_per_step():
+    """The gradient keeps the weight a broadcast operand: scan_backward_xs accumulates its
+    gradient over the steps; no [length, 3, 3] copy of it or of its gradient exists."""
+    ir = text(rlx.grad(rnn(*RLX)), W, H0, XS)
+    assert re.search(r"rlx.scan_backward_xs .*num_bcast = 1 : i64\} : \(.*\) -> "
+                     r"tensor<3x3xf64>", ir)
+    assert "tensor<5x3x3xf64>" not in ir
+
+
 def test_scan_pytree_carry_pytree_ys_and_reverse_match_jax():
     def make(lib, c):
         def loss(w, h0, xs):

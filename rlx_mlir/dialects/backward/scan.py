@@ -1,10 +1,13 @@
 """Scan backward ops (SPEC 3.8): ``rlx.scan_backward`` (d init) and
 ``rlx.scan_backward_xs`` (d xs_i), each carrying the body's VJP as a region.
 
-Operands: ``init, trajectory, upstream, xs...``; regions: ``body_vjp``
-``(carry, x_t..., d_output) -> (dcarry, dx_t...)`` and, for a checkpointed scan
-(``0 < num_checkpoints < length``), ``forward_body`` ``(carry, x_t...) -> carry``
-used to recompute the carries between checkpoints.
+Operands: ``init, trajectory, upstream``, then ``num_bcast`` broadcast inputs (the same
+every step, as the scan's) and the per-step inputs ``xs...``; regions: ``body_vjp``
+``(carry, bcasts..., x_t..., d_output) -> (dcarry, dbcasts..., dx_t...)`` and, for a
+checkpointed scan (``0 < num_checkpoints < length``), ``forward_body``
+``(carry, bcasts..., x_t...) -> carry`` used to recompute the carries between checkpoints.
+The gradient of a broadcast input is summed over the steps as the sweep runs, so a weight
+the scan closes over is never materialised ``length`` times (RLX copied it per step).
 """
 
 from __future__ import annotations
@@ -43,21 +46,27 @@ if TYPE_CHECKING:
 
 
 def _layout(types: Sequence[TensorType], attrs) -> tuple[int, int, list[TensorType]]:
-    """``(length, K, per-step xs types)`` after checking operands and attributes."""
+    """``(length, K, body input types after the carry)`` after checking operands and
+    attributes: the broadcast inputs' own types, then one step of each per-step input."""
     length = require(attrs, "length", int)
     k = optional(attrs, "num_checkpoints", int, 0)
+    nb = optional(attrs, "num_bcast", int, 0)
     if length < 1 or not 0 <= k <= length:
         raise ShapeError(f"need length >= 1 and 0 <= num_checkpoints <= length, got "
                          f"{length}, {k}")
     if len(types) < 3:
-        raise ShapeError("expected operands (init, trajectory, upstream, xs...)")
-    init, traj, upstream, *xs = types
+        raise ShapeError("expected operands (init, trajectory, upstream, bcasts..., xs...)")
+    if not 0 <= nb <= len(types) - 3:
+        raise ShapeError(f"num_bcast = {nb} but the op has {len(types) - 3} inputs after "
+                         "upstream")
+    init, traj, upstream, *inputs = types
+    bcasts, xs = inputs[:nb], inputs[nb:]
     carry = shape_of(init)
     rows = trajectory_rows(length, k)
     if shape_of(traj) != (rows, *carry) or shape_of(upstream) != shape_of(traj):
         raise ShapeError(f"trajectory and upstream must be [{rows}, {', '.join(map(str, carry))}]"
                          f" for length {length} with {k} checkpoints")
-    steps = []
+    steps = list(bcasts)
     for x in xs:
         shape = shape_of(x)
         if not shape or shape[0] != length:
@@ -77,7 +86,12 @@ class ScanBackwardBase(RlxOp):
     ATTRS: ClassVar[dict[str, str]] = {
         "length": "i64, the forward scan's length",
         "num_checkpoints": "i64 K of the forward scan (0 = every carry stored)",
+        "num_bcast": "i64, how many inputs after upstream are broadcast (default 0)",
     }
+
+    @property
+    def num_bcast(self) -> int:
+        return self.attr("num_bcast", 0)
 
     def verify_(self) -> None:
         super().verify_()
@@ -93,23 +107,29 @@ class ScanBackwardBase(RlxOp):
             check_block(self.bodies[1].block, [carry, *steps], [carry], "forward_body")
 
 
+def step_inputs(op: ScanBackwardBase, inputs: Sequence[np.ndarray], t: int) -> list[np.ndarray]:
+    """The body's inputs after the carry at step ``t``: the broadcasts, then ``x[t]``."""
+    nb = op.num_bcast
+    return [*inputs[:nb], *(x[t] for x in inputs[nb:])]
+
+
 def backward_sweep(op: ScanBackwardBase, init: np.ndarray, traj: np.ndarray,
-                   upstream: np.ndarray, xs: Sequence[np.ndarray]):
+                   upstream: np.ndarray, inputs: Sequence[np.ndarray]):
     """Yield ``(t, outputs of body_vjp at step t)`` for t = length-1 ... 0 (SPEC 3.8)."""
     length, k = op.attr("length"), op.attr("num_checkpoints", 0)
     steps = checkpoint_steps(length, k)
     row_of = {s: r for r, s in enumerate(steps)}
-    carry_at = _carry_source(op, init, traj, xs, steps, length)
+    carry_at = _carry_source(op, init, traj, inputs, steps, length)
     dcarry = np.zeros_like(init)
     for t in range(length - 1, -1, -1):
         if t in row_of:
             dcarry = dcarry + upstream[row_of[t]]
-        outs = run_region(op.bodies[0].block, [carry_at(t), *(x[t] for x in xs), dcarry])
+        outs = run_region(op.bodies[0].block, [carry_at(t), *step_inputs(op, inputs, t), dcarry])
         dcarry = outs[0]
         yield t, outs
 
 
-def _carry_source(op, init, traj, xs, steps: list[int], length: int):
+def _carry_source(op, init, traj, inputs, steps: list[int], length: int):
     """``carry_at(t)``: the carry entering step t, recomputed per segment when checkpointed."""
     if len(steps) == length:
         return lambda t: init if t == 0 else traj[t - 1]
@@ -123,7 +143,8 @@ def _carry_source(op, init, traj, xs, steps: list[int], length: int):
             carry = traj[k - 1] if k else init
             for step in range(start, steps[k] + 1):
                 cache[step] = carry
-                carry = run_region(op.bodies[1].block, [carry, *(x[step] for x in xs)])[0]
+                carry = run_region(op.bodies[1].block,
+                                   [carry, *step_inputs(op, inputs, step)])[0]
         return cache[t]
 
     return carry_at
@@ -151,11 +172,13 @@ def _interpret_scan_backward(op, init, traj, upstream, *xs):
 
 @irdl_op_definition
 class ScanBackwardXsOp(ScanBackwardBase):
-    """The gradient of a (trajectory-form) scan with respect to per-step input ``xs_idx``."""
+    """The gradient of a (trajectory-form) scan with respect to input ``xs_idx`` (counted
+    after upstream, broadcasts first): per step for a per-step input, summed over the
+    steps for a broadcast one."""
 
     name = "rlx.scan_backward_xs"
     ATTRS: ClassVar[dict[str, str]] = {
-        **ScanBackwardBase.ATTRS, "xs_idx": "i64, which per-step input (0-based)"}
+        **ScanBackwardBase.ATTRS, "xs_idx": "i64, which input after upstream (0-based)"}
 
     @classmethod
     def infer(cls, types, attrs, out):
@@ -167,40 +190,51 @@ class ScanBackwardXsOp(ScanBackwardBase):
 
 
 @INTERPRET.register(ScanBackwardXsOp)
-def _interpret_scan_backward_xs(op, init, traj, upstream, *xs):
+def _interpret_scan_backward_xs(op, init, traj, upstream, *inputs):
     index = op.attr("xs_idx")
-    dxs = np.zeros_like(xs[index])
-    for t, outs in backward_sweep(op, init, traj, upstream, xs):
-        dxs[t] = outs[1 + index]
+    dxs = np.zeros_like(inputs[index])
+    for t, outs in backward_sweep(op, init, traj, upstream, inputs):
+        if index < op.num_bcast:
+            dxs += outs[1 + index]
+        else:
+            dxs[t] = outs[1 + index]
     return dxs
 
 
 # ---------------------------------------------------------------- JVP rules (forward over reverse)
 # The tangent of a reverse sweep is the same sweep over [primal, tangent] pairs stacked on a
 # new axis of size 2 (as in the JVP of rlx.scan): carry, trajectory and upstream rows and
-# dcarry become pairs, each per-step input is followed by its tangent, and both regions are
-# replaced by their JVPs. A checkpointed sweep stays checkpointed: the carry tangents between
+# dcarry become pairs, the broadcast inputs are followed by their tangents (as broadcasts),
+# the per-step inputs by theirs, and both regions are replaced by their JVPs. A checkpointed sweep stays checkpointed: the carry tangents between
 # checkpoints are recomputed by forward_body's JVP from the checkpoint tangents.
 
 
+def _with_tangents(values: Sequence, tangents: Sequence, nb: int) -> list:
+    """``(b..., x...)`` and their tangents as ``(b..., tb..., x..., tx...)``."""
+    return [*values[:nb], *tangents[:nb], *values[nb:], *tangents[nb:]]
+
+
 def _paired_region(b: Builder, block: Block, pair: TensorType,
-                   steps: Sequence[TensorType]) -> Region:
-    """``block`` ``(carry, x..., [d]) -> (carry', dx...)`` differentiated forward, as
-    ``(pair, x..., tx..., [d pair]) -> (pair', dx..., tdx...)``."""
+                   steps: Sequence[TensorType], nb: int) -> Region:
+    """``block`` ``(carry, b..., x..., [d]) -> (carry', db..., dx...)`` (``nb``
+    broadcasts) differentiated forward, as ``(pair, b..., tb..., x..., tx..., [d pair])
+    -> (pair', db..., tdb..., dx..., tdx...)``."""
     from rlx_mlir.transforms.jvp import jvp_block
 
     n = len(steps)
 
     def body(inner: Builder, carry: Tensor, *rest: Tensor) -> list[Tensor]:
         (c, tc), *d = [_unpack(inner, p) for p in (carry, *rest[2 * n:])]
-        outs, touts = jvp_block(inner, block, [c, *rest[:n], *(p for p, _ in d)],
-                                [tc, *rest[n:2 * n], *(t for _, t in d)])
+        primals = [*rest[:nb], *rest[2 * nb:n + nb]]
+        tangents = [*rest[nb:2 * nb], *rest[n + nb:2 * n]]
+        outs, touts = jvp_block(inner, block, [c, *primals, *(p for p, _ in d)],
+                                [tc, *tangents, *(t for _, t in d)])
         touts = [t if t is not None else inner.full(o.shape, 0.0, o.dtype)
                  for o, t in zip(outs, touts, strict=True)]
-        return [_pack(inner, outs[0], touts[0]), *outs[1:], *touts[1:]]
+        return [_pack(inner, outs[0], touts[0]), *_with_tangents(outs[1:], touts[1:], nb)]
 
     with_d = len(block.args) == n + 2
-    return b.region([pair, *steps, *steps, *[pair] * with_d], body)
+    return b.region([pair, *_with_tangents(steps, steps, nb), *[pair] * with_d], body)
 
 
 def _jvp_scan_backward(ctx: JvpContext, op: ScanBackwardBase, t_init: Tensor | None,
@@ -215,15 +249,20 @@ def _jvp_scan_backward(ctx: JvpContext, op: ScanBackwardBase, t_init: Tensor | N
         b.block.add_op(clone)
         return [b.wrap(clone.result)]
     init, traj, upstream, *xs = ctx.inputs(op)
+    nb = op.num_bcast
     pair = tensor((2, *init.shape), init.dtype)
-    regions = [_paired_region(b, r.block, pair, [_step_type(x) for x in xs]) for r in op.bodies]
+    steps = [x.type for x in xs[:nb]] + [_step_type(x) for x in xs[nb:]]
+    regions = [_paired_region(b, r.block, pair, steps, nb) for r in op.bodies]
+    t_xs = [ctx.or_zeros(t, x) for t, x in zip(t_xs, xs, strict=True)]
     operands = [_pack(b, init, ctx.or_zeros(t_init, init)),
                 *(_pack(b, v, ctx.or_zeros(t, v), axis=1)
                   for v, t in ((traj, t_traj), (upstream, t_upstream))),
-                *xs, *(ctx.or_zeros(t, x) for t, x in zip(t_xs, xs, strict=True))]
+                *_with_tangents(xs, t_xs, nb)]
     attrs = op.py_attrs()
+    if nb:
+        attrs["num_bcast"] = 2 * nb
     if isinstance(op, ScanBackwardXsOp):
-        attrs["xs_idx"] += len(xs)
+        attrs["xs_idx"] += nb if attrs["xs_idx"] < nb else len(xs)
         return [b._emit_with_regions("scan_backward_xs", operands, regions, **attrs)]
     return [_unpack(b, b._emit_with_regions("scan_backward", operands, regions, **attrs))[1]]
 
@@ -235,16 +274,18 @@ JVP.register(ScanBackwardOp, ScanBackwardXsOp)(_jvp_scan_backward)
 
 
 def _vmap_scan_backward(ctx, op, xs, batched):
-    """Everything batched: init ``[B, *C]``, trajectory/upstream/xs as ``[rows, B, ...]``,
-    ``body_vjp`` (and ``forward_body``, checkpointing kept: SPEC 9.16) batched
-    recursively; ``scan_backward_xs`` results go back to ``[B, L, ...]``."""
+    """Everything batched: init and broadcasts ``[B, ...]``, trajectory/upstream/xs as
+    ``[rows, B, ...]``, ``body_vjp`` (and ``forward_body``, checkpointing kept: SPEC 9.16)
+    batched recursively; per-step ``scan_backward_xs`` results go back to ``[B, L, ...]``."""
     from rlx_mlir.dialects.control import _steps_first, _vmap_region
 
     lifted = ctx.lift_all(xs, batched)
-    init, traj, upstream, *per_step = lifted
+    nb = op.num_bcast
+    init, traj, upstream, *inputs = lifted
     traj, upstream = (_steps_first(ctx, t, True) for t in (traj, upstream))
-    per_step = [_steps_first(ctx, x, True) for x in per_step]
-    steps = [tensor(x.shape[1:], x.dtype) for x in per_step]
+    per_step = [*inputs[:nb], *(_steps_first(ctx, x, True) for x in inputs[nb:])]
+    steps = [x.type for x in per_step[:nb]] + [tensor(x.shape[1:], x.dtype)
+                                               for x in per_step[nb:]]
     carry = init.type
     regions = [_vmap_region(ctx, op.bodies[0].block, [carry, *steps, carry],
                             [True] * (len(steps) + 2))]
@@ -253,7 +294,7 @@ def _vmap_scan_backward(ctx, op, xs, batched):
                                     [True] * (len(steps) + 1)))
     out = ctx.b._emit_with_regions(op.name.removeprefix("rlx."), [init, traj, upstream, *per_step],
                                    regions, **op.py_attrs())
-    if isinstance(op, ScanBackwardXsOp):
+    if isinstance(op, ScanBackwardXsOp) and op.attr("xs_idx") >= nb:
         out = ctx.b.transpose(out, perm=[1, 0, *range(2, out.ndim)])
     return [out]
 
@@ -273,7 +314,7 @@ from rlx_mlir.dialects.control import RowSchedule, rg, scan_step  # noqa: E402
 from rlx_mlir.rules import LOWER  # noqa: E402
 
 
-def _carry_entering(op: ScanBackwardBase, e, schedule: RowSchedule, t, init, traj, xs):
+def _carry_entering(op: ScanBackwardBase, e, schedule: RowSchedule, t, init, traj, inputs):
     """The carry entering step ``t``: init or ``traj[t-1]``, else recomputed."""
     if schedule.every_step:
         return rg.if_else(e, rg.index_cmp(e, "eq", t, 0), [init.type], lambda s: [init],
@@ -281,9 +322,10 @@ def _carry_entering(op: ScanBackwardBase, e, schedule: RowSchedule, t, init, tra
     segment = schedule.stored_before(e, t)
     anchor = rg.if_else(e, rg.index_cmp(e, "eq", segment, 0), [init.type], lambda s: [init],
                         lambda s: [rg.extract_row(s, traj, rg.index_sub(s, segment, 1))])[0]
-    forward = op.bodies[1].block
+    forward, nb = op.bodies[1].block, op.num_bcast
     return rg.for_loop(e, schedule.segment_start(e, segment), t, [anchor],
-                       lambda s, step, c: [scan_step(s, forward, c, [], xs, step)])[0]
+                       lambda s, step, c: [scan_step(s, forward, c, inputs[:nb], inputs[nb:],
+                                                     step)])[0]
 
 
 def _add_upstream(e, schedule: RowSchedule, t, dcarry, upstream):
@@ -297,24 +339,40 @@ def _add_upstream(e, schedule: RowSchedule, t, dcarry, upstream):
     return rg.if_else(e, schedule.is_stored(e, t), [dcarry.type], add, lambda s: [dcarry])[0]
 
 
-def backward_loop(op: ScanBackwardBase, e, init, traj, upstream, xs, xs_idx=None):
-    """``(d init, d xs_{xs_idx})`` of the reverse sweep (d xs only with ``xs_idx``)."""
-    length = op.attr("length")
+def backward_loop(op: ScanBackwardBase, e, init, traj, upstream, inputs, xs_idx=None):
+    """``(d init, d input_{xs_idx})`` of the reverse sweep (the second only with
+    ``xs_idx``): a per-step input's gradient is written row by row, a broadcast one's
+    accumulated."""
+    length, nb = op.attr("length"), op.num_bcast
     schedule = RowSchedule.of(length, op.attr("num_checkpoints", 0))
     body_vjp = op.bodies[0].block
+    summed = xs_idx is not None and xs_idx < nb
 
     def step(s, i, dcarry, *dxs):
         t = rg.index_sub(s, length - 1, i)
         dcarry = _add_upstream(s, schedule, t, dcarry, upstream)
-        carry = _carry_entering(op, s, schedule, t, init, traj, xs)
-        outs = rg.inline_block(s, body_vjp, [carry, *(rg.extract_row(s, x, t) for x in xs),
-                                             dcarry])
+        carry = _carry_entering(op, s, schedule, t, init, traj, inputs)
+        rows = [rg.extract_row(s, x, t) for x in inputs[nb:]]
+        outs = rg.inline_block(s, body_vjp, [carry, *inputs[:nb], *rows, dcarry])
+        if summed:
+            return [outs[0], *(_accumulate(s, d, outs[1 + xs_idx]) for d in dxs)]
         return [outs[0], *(rg.insert_row(s, outs[1 + xs_idx], d, t) for d in dxs)]
 
     zeros = e.fill(0, shape_of(init.type), init.type.element_type)
-    dxs = [] if xs_idx is None else [e.empty(shape_of(xs[xs_idx].type),
-                                             xs[xs_idx].type.element_type)]
+    dxs = [] if xs_idx is None else [_gradient_buffer(e, inputs[xs_idx].type, summed)]
     return rg.for_loop(e, 0, length, [zeros, *dxs], step)
+
+
+def _gradient_buffer(e, t, summed: bool):
+    """Zeros to accumulate a broadcast input's gradient into, else rows to fill."""
+    if summed:
+        return e.fill(0, shape_of(t), t.element_type)
+    return e.empty(shape_of(t), t.element_type)
+
+
+def _accumulate(e, total, step_gradient):
+    return e.elementwise([total, step_gradient], total.type.element_type,
+                         lambda b, a, c: b.add(a, c))
 
 
 @LOWER.register(ScanBackwardOp)
@@ -337,7 +395,7 @@ def _lower_scan_backward_xs(op: ScanBackwardXsOp, e, init, traj, upstream, *xs):
 
 
 def _entering_carries(b: Builder, op: ScanBackwardBase, init: Tensor, traj: Tensor,
-                      xs: Sequence[Tensor]) -> Tensor:
+                      bcasts: Sequence[Tensor], xs: Sequence[Tensor]) -> Tensor:
     """``[length, *C]``: the carry entering each step of the forward scan."""
     from rlx_mlir.frontend.control import scan
 
@@ -356,7 +414,7 @@ def _entering_carries(b: Builder, op: ScanBackwardBase, init: Tensor, traj: Tens
     def step(carry: Tensor, per_step: tuple) -> tuple[Tensor, Tensor]:
         restart, anchor, *x_t = per_step
         entering = carry.builder.where(restart, anchor, carry)
-        return _inline(forward, [entering, *x_t])[0], entering
+        return _inline(forward, [entering, *_captured(carry, bcasts), *x_t])[0], entering
 
     return scan(step, init, (b.constant(restarts), anchors, *xs))[1]
 
@@ -372,6 +430,13 @@ def _step_upstream(b: Builder, op: ScanBackwardBase, upstream: Tensor) -> Tensor
     return padded[np.array([rows.get(t, k) for t in range(length)])]
 
 
+def _captured(local: Tensor, outer: Sequence[Tensor]) -> list[Tensor]:
+    """``outer`` tensors as used by ``local``'s builder (a scan step being traced captures
+    them as broadcast inputs)."""
+    b = local.builder
+    return [b.wrap(b._value(t)) for t in outer]
+
+
 def _inline(block: Block, args: Sequence[Tensor]) -> list[Tensor]:
     from rlx_mlir.transforms.autodiff import mirror_prepared
 
@@ -379,22 +444,27 @@ def _inline(block: Block, args: Sequence[Tensor]) -> list[Tensor]:
 
 
 def _sweep_as_scans(b: Builder, op: ScanBackwardBase, init: Tensor, traj: Tensor,
-                    upstream: Tensor, *xs: Tensor) -> Tensor:
-    """The op's result computed by rlx.scan ops (``b`` is the innermost trace meanwhile)."""
+                    upstream: Tensor, *inputs: Tensor) -> Tensor:
+    """The op's result computed by rlx.scan ops (``b`` is the innermost trace meanwhile);
+    the steps close over the broadcast inputs."""
     from rlx_mlir.frontend.control import scan
 
     index = op.attr("xs_idx") if isinstance(op, ScanBackwardXsOp) else None
     body_vjp = op.bodies[0].block
+    bcasts, xs = inputs[:op.num_bcast], inputs[op.num_bcast:]
 
     def step(dcarry: Tensor, per_step: tuple) -> tuple[Tensor, Tensor | None]:
         carry, u, *x_t = per_step
-        outs = _inline(body_vjp, [carry, *x_t, dcarry + u])
+        outs = _inline(body_vjp, [carry, *_captured(carry, bcasts), *x_t, dcarry + u])
         return outs[0], None if index is None else outs[1 + index]
 
-    per_step = (_entering_carries(b, op, init, traj, xs), _step_upstream(b, op, upstream), *xs)
+    per_step = (_entering_carries(b, op, init, traj, bcasts, xs),
+                _step_upstream(b, op, upstream), *xs)
     zeros = b.full(init.shape, 0.0, init.dtype)
     dcarry, dxs = scan(step, zeros, per_step, reverse=True)
-    return dcarry if index is None else dxs
+    if index is None:
+        return dcarry
+    return dxs.sum(axis=0) if index < len(bcasts) else dxs
 
 
 def _vjp_scan_backward(ctx, op: ScanBackwardBase, g: Tensor) -> list[Tensor | None]:
