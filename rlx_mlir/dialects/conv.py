@@ -645,7 +645,9 @@ PER_IMAGE_MIN_FLOPS = 1 << 27
 iteration of a parallel loop: that image's im2col patches stay in cache between the copy
 and the packed matmul reading them, and the ``[O, Ho*Wo]`` product is the image's NCHW
 output (no transpose). ``bench/conv_ops.py --groups 1`` (32x64x56x56, 3x3, 2 threads):
-forward 37 -> 27 ms (torch 19)."""
+forward 37 -> 27 ms (torch 19). Its stride-1 input gradient and its weight gradient take
+the same form (``rlx_mlir.dialects.backward.conv``): d/dx 65 -> 41 ms (torch 38), d/dw 79
+-> 39 ms (torch 39), each with the forward."""
 
 
 def per_image_form(op: RlxOp, grouped_shape: Sequence[int], w_shape: Sequence[int]) -> bool:
@@ -660,28 +662,42 @@ def per_image_form(op: RlxOp, grouped_shape: Sequence[int], w_shape: Sequence[in
             and isinstance(op.parent_op(), func.FuncOp))
 
 
-def per_image_conv(e: Any, x: SSAValue, w: SSAValue, bias: SSAValue | None,
-                   out_shape: Sequence[int], cfg: Conv2dConfig) -> SSAValue:
-    """Each image ``x[n]`` padded and correlated alone (:func:`grouped_correlation`, one
-    group), the images split over the threads (one chunk of images per thread)."""
+def per_image(e: Any, out_shape: Sequence[int], dtype: Any,
+              image: Callable[[Any, SSAValue], SSAValue]) -> SSAValue:
+    """``out[n] = image(emitter, n)`` (each a ``[1, *out_shape[1:]]`` tile), the images
+    split over the threads (one chunk of images per thread, an ``scf.for`` over it)."""
     from rlx_mlir.lowering import forall as F
     from rlx_mlir.lowering.schedules import num_threads
 
+    def body(t: Any, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list]]:
+        return [(image(t, ivs[0]), [ivs[0], *[0] * (len(out_shape) - 1)])]
+
+    return F.chunked_forall(e, num_threads(), [out_shape[0], 1],
+                            [e.empty(list(out_shape), dtype)], body)[0]
+
+
+def image_of(e: Any, x: SSAValue, n: SSAValue) -> SSAValue:
+    """``x[n:n+1]`` of an NCHW-like tensor."""
+    from rlx_mlir.lowering import forall as F
+
+    shape = shape_of(x.type)
+    return F.slice_of(e, x, [n, *[0] * (len(shape) - 1)], [1, *shape[1:]])
+
+
+def per_image_conv(e: Any, x: SSAValue, w: SSAValue, bias: SSAValue | None,
+                   out_shape: Sequence[int], cfg: Conv2dConfig) -> SSAValue:
+    """Each image ``x[n]`` padded and correlated alone (:func:`grouped_correlation`, one
+    group): :func:`per_image`."""
     dtype = x.type.element_type  # type: ignore[attr-defined]
     image = [1, *out_shape[1:]]
-    x_shape = shape_of(x.type)
 
-    def body(t: Any, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list]]:
-        n = ivs[0]
-        x_n = F.slice_of(t, x, [n, 0, 0, 0], [1, *x_shape[1:]])
-        xp = split_dim(t, pad_hw(t, x_n, cfg.padding, cfg.padding, 0.0), 1, 1)
+    def one(t: Any, n: SSAValue) -> SSAValue:
+        xp = split_dim(t, pad_hw(t, image_of(t, x, n), cfg.padding, cfg.padding, 0.0), 1, 1)
         init = (t.fill(0.0, image, dtype) if bias is None
                 else grouped_bias_init(t, bias, image))
-        y = grouped_correlation(t, xp, w, init, cfg.stride, cfg.dilation)
-        return [(y, [n, 0, 0, 0, 0])]
+        return grouped_correlation(t, xp, w, init, cfg.stride, cfg.dilation)
 
-    return F.chunked_forall(e, num_threads(), [out_shape[0], 1], [e.empty(out_shape, dtype)],
-                            body)[0]
+    return per_image(e, out_shape, dtype, one)
 
 
 DIRECT_MAX_CHANNELS = 16

@@ -697,6 +697,28 @@ def test_big_dense_conv_runs_one_packed_matmul_per_image(dilation, rng):
     np.testing.assert_allclose(rlx.jit(conv)(x, w, bias), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("batch,dilation", [(4, 1), (3, 2)])
+def test_big_dense_conv_gradients_run_one_packed_matmul_per_image(batch, dilation, rng):
+    """d/dx (stride 1) and d/dw of a 2^27+ flop dense conv take the forward's per-image
+    form: three packed matmuls (forward, input and weight gradients) inside parallel loops
+    over the images; the weight gradient sums per-image rows. Values against torch."""
+    import torch
+
+    x = rng.standard_normal((batch, 32, 64, 64)).astype(np.float32)
+    w = (rng.standard_normal((64, 32, 3, 3)) * 0.1).astype(np.float32)
+    kw = dict(padding=(dilation, 0), dilation=(dilation, dilation))
+    grads = rlx.grad(lambda x, w: (rlx.nn.conv2d(x, w, **kw) ** 2).sum(), argnums=(0, 1))
+    texts = stage_texts(rlx.trace(grads, (x, w)).module)
+    assert schedules.LAST_COUNTS.get("matmul_packed") == 3
+    assert texts["contractions"].count("scf.forall") >= 3
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    y = torch.nn.functional.conv2d(tx, tw, **kw)
+    for got, want in zip(rlx.jit(grads)(x, w), torch.autograd.grad((y ** 2).sum(), (tx, tw)),
+                         strict=True):
+        want = want.numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
 def test_small_register_tiles_use_whole_vectors():
     """Tiles of 16, 32 or 64 columns when they divide n, rows keeping <= 16 accumulators."""
     assert schedules.small_register_tile(112, 112) == (8, 16)

@@ -446,9 +446,12 @@ from rlx_mlir.dialects.conv import (  # noqa: E402
     direct_correlation,
     direct_form,
     grouped_correlation,
+    image_of,
     merge_dims,
     multiply_add,
     pad_hw,
+    per_image,
+    per_image_form,
     split_dim,
     window_patches,
     window_read,
@@ -518,10 +521,18 @@ def _lower_conv2d_backward_input(op: Conv2dBackwardInputOp, e: Any, dy: SSAValue
                                  w: SSAValue) -> SSAValue:
     """A strided conv's input gradient through im2col: one correlation per output phase
     (:func:`input_gradient_by_phases`); otherwise a correlation of the zero-spread ``dy``
-    (:func:`input_gradient_spread`)."""
+    (:func:`input_gradient_spread`), one image at a time (:func:`per_image`) for a big
+    dense conv, as the forward."""
     cfg = conv2d_config(op.py_attrs())
     out_shape = tuple(shape_of(op.result.type))
-    if cfg.stride == (1, 1) or direct_form(shape_of(w.type)[0] // cfg.groups, cfg.groups):
+    c_out, c_in = shape_of(w.type)[:2]
+    as_correlation = (out_shape[0], cfg.groups, out_shape[1], *out_shape[2:])
+    if cfg.stride == (1, 1) and per_image_form(op, as_correlation,
+                                               (c_in, c_out, *shape_of(w.type)[2:])):
+        dtype = dy.type.element_type  # type: ignore[attr-defined]
+        return per_image(e, out_shape, dtype, lambda t, n: input_gradient_spread(
+            t, image_of(t, dy, n), w, cfg, (1, *out_shape[1:])))
+    if cfg.stride == (1, 1) or direct_form(c_out // cfg.groups, cfg.groups):
         return input_gradient_spread(e, dy, w, cfg, out_shape)
     return input_gradient_by_phases(e, dy, w, cfg, out_shape)
 
@@ -598,6 +609,9 @@ def _lower_conv2d_backward_weight(op: Conv2dBackwardWeightOp, e: Any, x: SSAValu
     cfg = conv2d_config(op.py_attrs())
     c_out, c_per_group, kh, kw = shape_of(op.result.type)
     g = cfg.groups
+    if per_image_form(op, (*shape_of(dy.type)[:1], g, *shape_of(dy.type)[1:]),
+                      shape_of(op.result.type)):
+        return per_image_weight_gradient(e, x, dy, shape_of(op.result.type), cfg)
     xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
     init = e.fill(0.0, (g, c_out // g, c_per_group, kh, kw), x.type.element_type)  # type: ignore[attr-defined]
     direct = g > 1 and c_per_group * (c_out // g) <= WEIGHT_DIRECT_MAX_PAIRS
@@ -610,6 +624,30 @@ WEIGHT_DIRECT_MAX_PAIRS = 64
 take :func:`direct_weight_gradient`, which sweeps each image's planes once per pair
 (``bench/conv_ops.py``, ``32x64x56x56``: depthwise 7.6 ms with the forward against im2col's
 ~27; 4x4 pairs 27 against 41; 8x8 a tie, 53 against 55; 16x16 93 against 80)."""
+
+
+def per_image_weight_gradient(e: Any, x: SSAValue, dy: SSAValue, w_shape: Sequence[int],
+                              cfg: Conv2dConfig) -> SSAValue:
+    """A dense weight gradient one image at a time (:func:`per_image`, as the forward):
+    each image's ``dy[n] @ patches(x[n])^T`` (:func:`im2col_weight_gradient` of one image,
+    whose patches stay in cache) goes to its row of a ``[N, O, C, KH, KW]`` tensor, then
+    the rows are summed. Over the whole batch the patches went to memory and back.
+    (Summed in a loop-carried accumulator instead, one-shot bufferization saw a
+    read-after-write conflict on it.)"""
+    dtype = x.type.element_type  # type: ignore[attr-defined]
+    grouped = [1, 1, *w_shape]  # one image, one group
+
+    def one(t: Any, n: SSAValue) -> SSAValue:
+        xp = split_dim(t, pad_hw(t, image_of(t, x, n), cfg.padding, cfg.padding, 0.0), 1, 1)
+        dw = im2col_weight_gradient(t, xp, split_dim(t, image_of(t, dy, n), 1, 1),
+                                    t.fill(0.0, grouped[1:], dtype), cfg)
+        return t.reshape(dw, grouped)
+
+    rows = per_image(e, [shape_of(x.type)[0], *grouped[1:]], dtype, one)
+    dims = affine_dims(6)
+    return e.generic([rows], [e.fill(0.0, list(w_shape), dtype)],
+                     [affine_map(6, dims), affine_map(6, dims[2:])],
+                     [REDUCTION] * 2 + [PARALLEL] * 4, lambda s, v, acc: s.add(acc, v))
 
 
 def im2col_weight_gradient(e: Any, xp: SSAValue, dy: SSAValue, init: SSAValue,
