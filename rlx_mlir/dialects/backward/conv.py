@@ -609,8 +609,8 @@ def _lower_conv2d_backward_weight(op: Conv2dBackwardWeightOp, e: Any, x: SSAValu
     cfg = conv2d_config(op.py_attrs())
     c_out, c_per_group, kh, kw = shape_of(op.result.type)
     g = cfg.groups
-    if per_image_form(op, (*shape_of(dy.type)[:1], g, *shape_of(dy.type)[1:]),
-                      shape_of(op.result.type)):
+    n, o, ho, wo = shape_of(dy.type)
+    if o <= ho * wo and per_image_form(op, (n, g, o, ho, wo), shape_of(op.result.type)):
         return per_image_weight_gradient(e, x, dy, shape_of(op.result.type), cfg)
     xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
     init = e.fill(0.0, (g, c_out // g, c_per_group, kh, kw), x.type.element_type)  # type: ignore[attr-defined]
@@ -633,7 +633,8 @@ def per_image_weight_gradient(e: Any, x: SSAValue, dy: SSAValue, w_shape: Sequen
     whose patches stay in cache) goes to its row of a ``[N, O, C, KH, KW]`` tensor, then
     the rows are summed. Over the whole batch the patches went to memory and back.
     (Summed in a loop-carried accumulator instead, one-shot bufferization saw a
-    read-after-write conflict on it.)"""
+    read-after-write conflict on it.) Taken when ``O <= Ho*Wo``: the rows are then no
+    bigger than the whole batch's patches."""
     dtype = x.type.element_type  # type: ignore[attr-defined]
     grouped = [1, 1, *w_shape]  # one image, one group
 
