@@ -160,7 +160,9 @@ def _pair(x: Tensor | float, y: Tensor | float, like: Tensor | None = None,
     if like is None:
         raise RlxError("expected at least one traced tensor operand",
                        loc=loc_from_attr(_user_location()))
-    base = like.builder.constant(np.asarray(x))
+    from rlx_mlir.frontend.tracing import _as_array  # Python numbers are f32 / i32
+
+    base = like.builder.constant(_as_array(x))
     return _pair(base, y)
 
 

@@ -198,3 +198,18 @@ def test_f32_tensor_at_f64_tensor_is_f64_in_both_orders():
         got = rlx.jit(fn)(x, w)
         assert got.dtype == np.float64
         np.testing.assert_allclose(got, fn(x.astype(np.float64), w), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- where with number branches
+
+
+@pytest.mark.parametrize("branches, scale", [((1.0, 0.0), False), ((1, 0), False),
+                                             ((1, 2.5), False), ((2.0, 0.5), True)])
+def test_where_with_two_number_branches_takes_jax_default_dtypes(branches, scale):
+    """Python numbers are f32 / i32 (JAX's defaults), so an f32 model stays f32."""
+    def make(where):
+        return lambda x: where(x > 0, *branches) * (x if scale else 1)
+    x = rand(5)
+    got, want = rlx.jit(make(rlx.nn.where))(x), jax.jit(make(jnp.where))(x)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
