@@ -295,13 +295,19 @@ def _vjp_reduce_mean(ctx: VjpContext, op: ReduceOp, g: Tensor) -> list[Tensor | 
 
 @VJP.register(ReduceMaxOp, ReduceMinOp)
 def _vjp_reduce_extreme(ctx: VjpContext, op: ReduceOp, g: Tensor) -> list[Tensor | None]:
-    """Every element equal to the extreme gets the full ``g`` (ties not split, SPEC 5.6)."""
+    """``g`` split evenly among the elements equal to the extreme: the transpose of the
+    JVP (the mean of the tied tangents), as in JAX and torch's ``amax``. RLX gave every
+    tied element the full ``g`` (SPEC 9.27 allows changing that consistently), so
+    ``jacrev`` and ``jacfwd`` disagreed at ties and the gradient mass was k g."""
     x, axes, keep = _reduce_parts(ctx, op)
     (y,) = ctx.outputs(op)
     kept = [1 if i in axes else d for i, d in enumerate(x.shape)]
     y_kept, g_kept = (t if keep else ctx.b.reshape(t, kept) for t in (y, g))
     hit = ctx.b.compare(x, y_kept, predicate="eq")
-    return [ctx.b.where(hit, ctx.b.expand(g_kept, x.shape), ctx.zeros((), g.dtype))]
+    zero, one = ctx.zeros((), g.dtype), ctx.b.full((), 1.0, g.dtype)
+    count = ctx.b.reduce_sum(ctx.b.where(hit, one, zero), axes=list(axes), keep_dims=True)
+    share = g_kept / ctx.b.max(count, one)
+    return [ctx.b.where(hit, ctx.b.expand(share, x.shape), zero)]
 
 
 @VJP.register(ReduceProdOp)
@@ -356,8 +362,8 @@ def _reduce_sum_like(ctx: JvpContext, op: ReduceOp, x: Tensor) -> Tensor:
 def _jvp_reduce_extreme(ctx: JvpContext, op: ReduceOp, t: Tensor) -> list[Tensor | None]:
     """The mean of ``t`` over the elements equal to the extreme. With a unique extreme
     (almost everywhere) that is the derivative; at a tie, where max is not differentiable,
-    it is the average of the tied tangents (the VJP instead gives every tied element the
-    full cotangent, SPEC 9.27). An empty or all-NaN reduction gets tangent 0."""
+    it is the average of the tied tangents (JAX's rule; the VJP is its transpose). An
+    empty or all-NaN reduction gets tangent 0."""
     x, axes, keep = _reduce_parts(ctx, op)
     (y,) = ctx.outputs(op)
     kept = [1 if i in axes else d for i, d in enumerate(x.shape)]

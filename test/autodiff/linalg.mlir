@@ -60,14 +60,20 @@ func.func @reduce_mean(%x: tensor<2x3x2xf32> {rlx.name = "x", rlx.param}) -> ten
 }
 
 // GRADS: check-grads @reduce_max: OK
-// max / min: the full g wherever x equals the (kept-dims) extreme, 0 elsewhere.
+// max / min: g split evenly among the elements equal to the (kept-dims) extreme (g over
+// their count), 0 elsewhere.
 // CHECK-LABEL: func.func @reduce_max_grad(
 // CHECK: %[[Y:.*]] = rlx.reduce_max %x
 // CHECK-NEXT: %[[YK:.*]] = rlx.reshape %[[Y]] : (tensor<2x3xf32>) -> tensor<2x3x1xf32>
 // CHECK-NEXT: %[[GK:.*]] = rlx.reshape %d_output : (tensor<2x3xf32>) -> tensor<2x3x1xf32>
 // CHECK-NEXT: %[[HIT:.*]] = rlx.compare %x, %[[YK]] {predicate = "eq"} : (tensor<2x3x2xf32>, tensor<2x3x1xf32>) -> tensor<2x3x2xi1>
-// CHECK-NEXT: %[[G:.*]] = rlx.expand %[[GK]] : (tensor<2x3x1xf32>) -> tensor<2x3x2xf32>
 // CHECK-NEXT: %[[Z:.*]] = rlx.constant {value = dense<0.000000e+00> : tensor<f32>}
+// CHECK-NEXT: %[[ONE:.*]] = rlx.constant {value = dense<1.000000e+00> : tensor<f32>}
+// CHECK-NEXT: %[[HITS:.*]] = rlx.where %[[HIT]], %[[ONE]], %[[Z]]
+// CHECK-NEXT: %[[COUNT:.*]] = rlx.reduce_sum %[[HITS]] {axes = array<i64: 2>, keep_dims = true} : (tensor<2x3x2xf32>) -> tensor<2x3x1xf32>
+// CHECK-NEXT: %[[K:.*]] = rlx.max %[[COUNT]], %[[ONE]]
+// CHECK-NEXT: %[[SHARE:.*]] = rlx.div %[[GK]], %[[K]]
+// CHECK-NEXT: %[[G:.*]] = rlx.expand %[[SHARE]] : (tensor<2x3x1xf32>) -> tensor<2x3x2xf32>
 // CHECK-NEXT: %[[DX:.*]] = rlx.where %[[HIT]], %[[G]], %[[Z]]
 // CHECK-NEXT: func.return %[[Y]], %[[DX]]
 func.func @reduce_max(%x: tensor<2x3x2xf32> {rlx.name = "x", rlx.param}) -> tensor<2x3xf32> {
@@ -79,8 +85,9 @@ func.func @reduce_max(%x: tensor<2x3x2xf32> {rlx.name = "x", rlx.param}) -> tens
 // CHECK-LABEL: func.func @reduce_min_grad(
 // CHECK: %[[Y:.*]] = rlx.reduce_min %x
 // CHECK-NEXT: %[[HIT:.*]] = rlx.compare %x, %[[Y]] {predicate = "eq"} : (tensor<2x3x2xf32>, tensor<1x3x2xf32>) -> tensor<2x3x2xi1>
-// CHECK-NEXT: %[[G:.*]] = rlx.expand %d_output : (tensor<1x3x2xf32>) -> tensor<2x3x2xf32>
-// CHECK: rlx.where %[[HIT]], %[[G]]
+// CHECK: %[[SHARE:.*]] = rlx.div %d_output, %{{.*}} : (tensor<1x3x2xf32>, tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+// CHECK-NEXT: %[[G:.*]] = rlx.expand %[[SHARE]] : (tensor<1x3x2xf32>) -> tensor<2x3x2xf32>
+// CHECK-NEXT: rlx.where %[[HIT]], %[[G]]
 func.func @reduce_min(%x: tensor<2x3x2xf32> {rlx.name = "x", rlx.param}) -> tensor<1x3x2xf32> {
   %0 = rlx.reduce_min %x {axes = array<i64: 0>, keep_dims = true} : (tensor<2x3x2xf32>) -> tensor<1x3x2xf32>
   func.return %0 : tensor<1x3x2xf32>

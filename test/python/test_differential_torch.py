@@ -9,7 +9,7 @@ Every case is ``rlx_fn(*arrays)`` next to ``torch_fn(*tensors)`` (one output or 
 several cases share one compile). The gradient checked is that of ``sum(out * ct)`` for a
 fixed random cotangent ``ct`` per output (so every output element's gradient counts),
 w.r.t. the float arguments listed in ``wrt``. Where SPEC's convention is not torch's
-(docs/comparison.md) the tests follow SPEC and say so: tie gradients of max / min, an
+(docs/comparison.md) the tests follow SPEC and say so: tie gradients of maximum / minimum, an
 all-ignored cross-entropy mean, causal alignment when S != S_kv.
 """
 
@@ -306,12 +306,19 @@ def test_reductions_every_axis_keepdims(kind):
     Diff(rf, tf, [x], wrt=(0,), names=[f"axis={a} keepdims={k}" for a, k in cases]).check()
 
 
-def test_reduce_max_ties_send_the_whole_gradient_to_each_tied_input():
-    """SPEC convention (docs/comparison.md): reduce_max with tied maxima gives the whole
-    gradient to every tied input, where torch's amax splits it evenly."""
+def test_reduce_max_ties_split_the_gradient_as_torch_amax_and_the_jvp_do():
+    """reduce_max / reduce_min with tied extremes split the cotangent evenly among them,
+    as torch's amax and JAX do; the VJP is the transpose of the JVP (jacrev == jacfwd)."""
     x = np.array([[1.0, 3.0, 3.0], [2.0, 0.0, 2.0]], np.float32)
-    g = rlx.grad(lambda t: t.max(axis=1).sum())(x)
-    np.testing.assert_array_equal(g, [[0, 1, 1], [1, 0, 1]])
+    for kind, want in (("max", [[0, 0.5, 0.5], [0.5, 0, 0.5]]),
+                       ("min", [[1, 0, 0], [0, 1, 0]])):
+        g = rlx.grad(lambda t, kind=kind: getattr(t, kind)(axis=1).sum())(x)
+        tx = torch.tensor(x, requires_grad=True)
+        getattr(torch, "a" + kind)(tx, dim=1).sum().backward()
+        np.testing.assert_array_equal(g, want)
+        np.testing.assert_array_equal(g, tx.grad.numpy())
+    row = lambda t: t.max(axis=1)  # noqa: E731
+    np.testing.assert_array_equal(rlx.jacrev(row)(x), rlx.jacfwd(row)(x))
 
 
 def test_argmax_and_argmin_idiom_every_axis():
