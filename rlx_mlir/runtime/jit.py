@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import hashlib
 import importlib.metadata
@@ -112,11 +113,16 @@ class Executable:
     """A compiled entry function; call it with numpy arrays (positional or by name).
 
     No argument is referenced after a call returns (results are fresh arrays, never
-    views of inputs): an input may be resized or freed at once."""
+    views of inputs): an input may be resized or freed at once. ``hidden`` are the values
+    of the function's last arguments, which callers do not see (data constants hoisted
+    out of the compile-cache key: ``runtime/hoist.py``)."""
 
-    def __init__(self, engine: Engine, signature: Signature):
+    def __init__(self, engine: Engine, signature: Signature,
+                 hidden: tuple[np.ndarray, ...] = ()):
         self.engine = engine
-        self.signature = signature
+        self.hidden = hidden
+        self.signature = dataclasses.replace(
+            signature, args=signature.args[:len(signature.args) - len(hidden)])
         self.name = signature.name
         every = [ResultSpec(shape_of(t), numpy_dtype(t)) for t in signature.results]
         self.result_map = engine.result_maps.get(self.name) or list(range(len(every)))
@@ -133,7 +139,7 @@ class Executable:
         """Built for the async runtime: not callable in a child forked after it started."""
         self._lock = threading.Lock()
         _LIVE_EXECUTABLES.add(self)
-        self._expected = tuple((a.shape, a.dtype) for a in signature.args)
+        self._expected = tuple((a.shape, a.dtype) for a in self.signature.args)
         """Per input, the shape and dtype of an array passed as it is (:meth:`_ready`)."""
         self._allocate = tuple((r.shape, r.dtype) for r in self.results)
         self._distinct = len(self.results) == len(self.result_map)
@@ -151,6 +157,8 @@ class Executable:
                 error.loc = loc_from_attr(_user_location())
             raise
         outputs = tuple([np.empty(shape, dtype) for shape, dtype in self._allocate])
+        if self.hidden:
+            inputs = (*inputs, *self.hidden)
         if self._lock.acquire(blocking=False):
             try:
                 point(self._descriptors, (*inputs, *outputs))
@@ -621,19 +629,23 @@ def _is_public_func(op: Any) -> bool:
     return op.sym_visibility is None or op.sym_visibility.data == "public"
 
 
-def _module_and_text(source: ModuleOp | str | Traced,
-                     entry: str | None) -> tuple[ModuleOp | None, str, str | None]:
-    """The module (None for text), its text and the entry of what ``compile`` was given: a
-    module, its text, or a ``Traced`` (``jit(f).lower(...)``: its module and function)."""
+def _module_and_text(source: ModuleOp | str | Traced, entry: str | None
+                     ) -> tuple[ModuleOp | None, str, str | None, dict[str, Any]]:
+    """The module (None for text), its text, the entry and the hoisted constants
+    (:func:`hoist_constants`: then module and text are the hoisted copy's) of what
+    ``compile`` was given: a module, its text, or a ``Traced`` (``jit(f).lower(...)``: its
+    module and function)."""
     from rlx_mlir.frontend.tracing import Traced
     from rlx_mlir.ir import to_text
+    from rlx_mlir.runtime.hoist import hoist_constants
 
     if isinstance(source, str):
-        return None, source, entry
-    if isinstance(source, ModuleOp):
-        return source, to_text(source), entry
+        return None, source, entry, {}
     if isinstance(source, Traced):
-        return source.module, to_text(source.module), entry or source.name
+        source, entry = source.module, entry or source.name
+    if isinstance(source, ModuleOp):
+        module, hidden = hoist_constants(source)
+        return module, to_text(module), entry, hidden
     raise TypeError(f"expected an rlx module, its text or a traced function, "
                     f"got {type(source).__name__}")
 
@@ -732,17 +744,21 @@ def compile(module_or_text: ModuleOp | str | Traced, entry: str | None = None) -
     """Compile ``entry`` (default: the first public function; a ``Traced``'s own function)
     of a module, its text or a ``Traced`` to native code, cached by content.
 
-    With an ``entry``, only it and the functions it calls are compiled."""
-    module, text, entry = _module_and_text(module_or_text, entry)
+    With an ``entry``, only it and the functions it calls are compiled. Data constants
+    (:mod:`rlx_mlir.runtime.hoist`) are not part of the cache key: a module that differs
+    from a compiled one only in their values reuses its native code."""
+    module, text, entry, hidden = _module_and_text(module_or_text, entry)
     with _CACHE_LOCK:
         engine = _engine_for(module, text) if entry is None else _entry_engine(module, text, entry)
+        name = entry or engine.default_entry
+        if name not in engine.signatures:
+            known = ", ".join(engine.signatures) or "none"
+            raise RlxError(f"no public function named '{name}' (functions: {known})")
+        if hidden.get(name):
+            return Executable(engine, engine.signatures[name], hidden[name])
         cache_key = (engine.key, entry)
         executable = _EXECUTABLES.get(cache_key)
         if executable is None:
-            name = entry or engine.default_entry
-            if name not in engine.signatures:
-                known = ", ".join(engine.signatures) or "none"
-                raise RlxError(f"no public function named '{name}' (functions: {known})")
             executable = Executable(engine, engine.signatures[name])
             _EXECUTABLES[cache_key] = executable
         return executable

@@ -265,6 +265,39 @@ def test_memory_cache_returns_the_same_executable():
     assert jit_compile(text, entry="h").engine is first.engine
 
 
+def test_data_closed_over_is_not_part_of_the_cache_key(rng):
+    """A step closing over a new batch each time (``grad(lambda p: loss(p, xb, yb))``):
+    the batch's constants are hoisted to hidden arguments, so every step after the first
+    reuses one engine (no compile, no native code kept alive per step), and each step's
+    gradient is that of its own batch. The rlx module keeps the constants (interpretable
+    as it is), and the executable takes only the visible arguments."""
+    from rlx_mlir.runtime import jit
+
+    w = (0.1 * rng.standard_normal((16, 4))).astype(np.float32)
+
+    def loss(w, x, y):
+        return rlx.nn.cross_entropy(x @ w, y)
+
+    engines = []
+    for _ in range(4):
+        xb = rng.standard_normal((8, 16)).astype(np.float32)
+        yb = rng.integers(0, 4, 8).astype(np.int32)
+        got = rlx.grad(lambda w: loss(w, xb, yb))(w)
+        logits = xb @ w
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        p[np.arange(8), yb] -= 1.0
+        np.testing.assert_allclose(got, xb.T @ p / 8, rtol=1e-5, atol=1e-6)
+        engines.append(len(jit._ENGINES))
+    assert engines[1:] == [engines[0]] * 3
+    traced = rlx.jit(lambda w: loss(w, xb, yb)).lower(w)
+    assert "rlx.constant" in traced.as_text()
+    run = jit_compile(traced)
+    assert [a.name for a in run.signature.args] == ["[0]"] and len(run.hidden) == 2
+    np.testing.assert_allclose(run(w)[0], rlx.interpret(traced.module, w, entry=traced.name),
+                               rtol=1e-6)
+
+
 def test_disk_cache_serves_a_fresh_process(tmp_path):
     script = textwrap.dedent("""
         import json, time, numpy as np
