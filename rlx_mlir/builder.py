@@ -146,6 +146,9 @@ class Tensor:
                 return self.astype(other.dtype), other
             if {self.dtype, other.dtype} == {"f32", "f64"}:  # the wider float wins
                 return self.astype("f64"), other.astype("f64")
+            wider = _wider_integer(self.dtype, other.dtype)
+            if wider is not None:  # i32 + i64 is i64, bool + i32 is i32 (numpy's rule)
+                return self.astype(wider), other.astype(wider)
             return self, other
         if np.asarray(other).dtype.kind in "fc" and not _is_inexact(self.dtype):
             return self.astype("f32"), other
@@ -280,6 +283,44 @@ class Tensor:
     def __ne__(self, o):  # type: ignore[override]
         return self._compare(o, "ne")
 
+    # -- logical operators on bool tensors (JAX's & | ^ ~ on bool arrays) ------
+    def _bool_operand(self, other: Any, op: str) -> Tensor:
+        """``other`` as a bool tensor of this trace; a located error for non-bools."""
+        for t in (self, other):
+            if isinstance(t, Tensor) and t.dtype != "i1":
+                raise RlxError(f"'{op}' takes bool tensors (as in JAX on bool arrays), got "
+                               f"{t.dtype}; bitwise integer operators are not supported",
+                               loc=loc_from_attr(_user_location()))
+        return other if isinstance(other, Tensor) else self._lift_bool(other, op)
+
+    def _lift_bool(self, other: Any, op: str) -> Tensor:
+        if np.asarray(other).dtype != np.bool_:
+            raise RlxError(f"'{op}' takes bool tensors or Python bools, got "
+                           f"{type(other).__name__} {other!r}"[:200],
+                           loc=loc_from_attr(_user_location()))
+        return self.builder.constant(np.asarray(other, dtype=bool))
+
+    def _flag(self, value: bool) -> Tensor:
+        return self.builder.constant(np.asarray(value))
+
+    def __and__(self, o):
+        other = self._bool_operand(o, "&")
+        return innermost(self, other).where(self, other, self._flag(False))
+
+    def __or__(self, o):
+        other = self._bool_operand(o, "|")
+        return innermost(self, other).where(self, self._flag(True), other)
+
+    def __xor__(self, o):
+        other = self._bool_operand(o, "^")
+        return innermost(self, other).where(self, ~other, other)
+
+    def __invert__(self):
+        self._bool_operand(True, "~")
+        return self.builder.where(self, self._flag(False), self._flag(True))
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
     # -- methods numpy users expect ------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
         dims = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
@@ -323,6 +364,18 @@ class Tensor:
 
     def prod(self, axis: Any = None, keepdims: bool = False, **options: Any) -> Tensor:
         return self._reduce("prod", axis, keepdims, options)
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+        """numpy's ``argmax`` (``rlx.nn.argmax``)."""
+        from rlx_mlir.nn import argmax
+
+        return argmax(self, axis, keepdims)
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+        """numpy's ``argmin`` (``rlx.nn.argmin``)."""
+        from rlx_mlir.nn import argmin
+
+        return argmin(self, axis, keepdims)
 
     def __getitem__(self, index: Any) -> Tensor:
         """Integers and unit-step slices (``narrow``), ``None`` (new axis), ``...``, and
@@ -803,6 +856,16 @@ def _minus_product(a: Tensor, x: Tensor, y: Tensor) -> Tensor:
     return (a - p) - err
 
 
+_INTEGER_WIDTH = {"i1": 0, "i32": 1, "i64": 2}
+
+
+def _wider_integer(a: str, b: str) -> str | None:
+    """The wider of two different integer (or bool) dtypes; None otherwise."""
+    if a == b or a not in _INTEGER_WIDTH or b not in _INTEGER_WIDTH:
+        return None
+    return max(a, b, key=_INTEGER_WIDTH.__getitem__)
+
+
 def _is_inexact(dtype: str) -> bool:
     """A float or complex dtype (numpy's "inexact")."""
     return dtype in (*FLOAT_DTYPES, "c64")
@@ -830,9 +893,19 @@ def _defines(module: ModuleOp, name: str) -> bool:
 
 
 def _resolve_reshape(src: Sequence[int], shape: Sequence[int]) -> tuple[int, ...]:
-    """numpy-style ``-1`` in a builder reshape (the IR itself only holds static dims)."""
-    shape = list(shape)
-    if shape.count(-1) == 1:
-        known = int(np.prod([d for d in shape if d != -1]))
-        shape[shape.index(-1)] = int(np.prod(src)) // max(known, 1)
+    """numpy-style ``-1`` in a builder reshape (the IR itself only holds static dims); a
+    located error naming the requested shape when it cannot hold ``src``'s elements."""
+    asked, shape = tuple(shape), list(shape)
+    size = int(np.prod(src))
+    known = int(np.prod([d for d in shape if d != -1]))
+    unknown = shape.count(-1)
+    if unknown > 1 or any(d < -1 for d in shape) or (
+            size != known if not unknown else known == 0 or size % known):
+        why = ("only one dim may be -1" if unknown > 1 else
+               "dims must be >= 0 or -1" if any(d < -1 for d in shape) else
+               f"{size} elements do not fit")
+        raise RlxError(f"cannot reshape {list(src)} ({size} elements) to {asked}: {why}",
+                       loc=loc_from_attr(_user_location()))
+    if unknown:
+        shape[shape.index(-1)] = size // known
     return tuple(shape)

@@ -26,6 +26,12 @@ def _b(*xs: Tensor | None) -> Builder:
     return innermost(*xs)
 
 
+def _like(x: Tensor, *values: Tensor | np.ndarray | float | None) -> list:
+    """``values`` with each numpy array or number made a constant of ``x``'s dtype (as
+    ``x + array`` does); tensors and None as they are."""
+    return [v if v is None or isinstance(v, Tensor) else x._lift(v) for v in values]
+
+
 def relu(x: Tensor) -> Tensor:
     return _b(x).relu(x)
 
@@ -179,6 +185,40 @@ def where(cond: Tensor | np.ndarray, x: Tensor | float, y: Tensor | float) -> Te
     return _b(cond, tx, ty).where(cond, tx, ty)
 
 
+def argmax(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """The i32 index of the first maximum along ``axis`` (of the flattened tensor when
+    None), as ``jnp.argmax``: a NaN counts as the maximum. No gradient (an index).
+
+    >>> # rlx.nn.argmax(logits, axis=-1)
+    """
+    return _first_index(x, axis, keepdims, "max")
+
+
+def argmin(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """The i32 index of the first minimum along ``axis`` (see :func:`argmax`)."""
+    return _first_index(x, axis, keepdims, "min")
+
+
+def _first_index(x: Tensor, axis: int | None, keepdims: bool, kind: str) -> Tensor:
+    """The first index along ``axis`` where ``x`` equals its extreme (or is NaN)."""
+    if axis is None:
+        flat = x.reshape(-1)
+        found = _first_index(flat, 0, False, kind)
+        return found.reshape([1] * x.ndim) if keepdims else found
+    axis = _axis(axis, x.ndim, f"arg{kind}")
+    n = x.shape[axis]
+    hit = (x == getattr(x, kind)(axis=axis, keepdims=True)) | (x != x)
+    iota = np.arange(n, dtype=np.int32).reshape([n if i == axis else 1 for i in range(x.ndim)])
+    return where(hit, iota, n).min(axis=axis, keepdims=keepdims)
+
+
+def _axis(axis: int, rank: int, caller: str) -> int:
+    if not isinstance(axis, (int, np.integer)) or not -rank <= axis < max(rank, 1):
+        raise RlxError(f"{caller}: axis {axis!r} is out of range for rank {rank}",
+                       loc=loc_from_attr(_user_location()))
+    return int(axis) % max(rank, 1)
+
+
 def maximum(x: Tensor | float, y: Tensor | float) -> Tensor:
     tx, ty = _pair(x, y)
     return _b(tx, ty).max(tx, ty)
@@ -212,21 +252,38 @@ def stop_gradient(x: Tensor) -> Tensor:
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
+    """Normalised over the last axis, then ``* gamma + beta`` (numpy ones take x's dtype)."""
+    gamma, beta = _like(x, gamma, beta)
     return _b(x, gamma, beta).layer_norm(x, gamma, beta, eps=eps)
 
 
 def rms_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float = 1e-6) -> Tensor:
+    """``x / rms(x) * gamma (+ beta)`` over the last axis (numpy ones take x's dtype)."""
+    gamma, beta = _like(x, gamma, beta)
     return _b(x, gamma, beta).rms_norm(x, gamma, beta, eps=eps)
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, num_heads: int, mask: Tensor | None = None,
               mask_kind: str = "none", num_kv_heads: int | None = None, window: int | None = None,
               score_scale: float | None = None, softcap: float | None = None) -> Tensor:
-    """Multi-head attention on ``[B, S, H*D]`` (see ``rlx.attention``)."""
+    """Multi-head attention on ``[B, S, H*D]`` (see ``rlx.attention``). A ``mask`` given
+    with ``mask_kind="none"`` takes its kind from its rank: ``[B, S_kv]`` a key-padding
+    mask (``"custom"``), ``[B, Hq, S, S_kv]`` an additive bias (``"bias"``)."""
+    if mask is not None and mask_kind == "none":
+        mask_kind = _mask_kind_of(mask)
     return _b(q, k, v, mask).attention(
         q, k, v, mask, num_heads=num_heads, num_kv_heads=num_kv_heads,
         head_dim=q.shape[-1] // num_heads, mask_kind=mask_kind, window=window,
         score_scale=score_scale, softcap=softcap)
+
+
+def _mask_kind_of(mask: Tensor | np.ndarray) -> str:
+    rank = np.ndim(mask) if not isinstance(mask, Tensor) else mask.ndim
+    if rank not in (2, 4):
+        raise RlxError(f"attention: a mask of rank {rank} needs a mask_kind: 'custom' takes "
+                       "a [B, S_kv] key-padding mask, 'bias' an additive [B, Hq, S, S_kv]",
+                       loc=loc_from_attr(_user_location()))
+    return "custom" if rank == 2 else "bias"
 
 
 def _hw(value: int | Sequence[int]) -> list[int]:
@@ -236,8 +293,38 @@ def _hw(value: int | Sequence[int]) -> list[int]:
 
 def conv2d(x: Tensor, w: Tensor, bias: Tensor | None = None, stride=(1, 1), padding=(0, 0),
            dilation=(1, 1), groups: int = 1) -> Tensor:
-    return _b(x, w, bias).conv2d(x, w, bias, stride=_hw(stride), padding=_hw(padding),
-                                 dilation=_hw(dilation), groups=groups)
+    """NCHW ``x`` correlated with OIHW ``w``; ``padding`` is per side (an int or a pair),
+    or ``"valid"`` / ``"same"`` as in PyTorch and JAX (``"same"``: output ``ceil(H /
+    stride)``, which needs the same padding on both sides)."""
+    stride, dilation = _hw(stride), _hw(dilation)
+    if isinstance(padding, str):
+        padding = _named_padding(padding, x.shape[2:], np.shape(w)[2:], stride, dilation)
+    w, bias = _like(x, w, bias)
+    return _b(x, w, bias).conv2d(x, w, bias, stride=stride, padding=_hw(padding),
+                                 dilation=dilation, groups=groups)
+
+
+def _named_padding(name: str, size: Sequence[int], kernel: Sequence[int],
+                   stride: Sequence[int], dilation: Sequence[int]) -> list[int]:
+    """``"valid"`` (none) or ``"same"`` as per-side padding; a located error when
+    ``"same"`` would need more padding on one side than the other (rlx pads both sides
+    alike: an even kernel at stride 1, say)."""
+    if name.lower() == "valid":
+        return [0, 0]
+    if name.lower() != "same":
+        raise RlxError(f"conv2d: padding={name!r} must be 'valid', 'same', an int or a pair",
+                       loc=loc_from_attr(_user_location()))
+    sides = []
+    for n, k, s, d in zip(size, kernel, stride, dilation, strict=True):
+        total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+        if total % 2:
+            raise RlxError(f"conv2d: padding='same' needs {total} rows or columns of "
+                           f"padding (kernel {k}, stride {s}, dilation {d}, size {n}), "
+                           "which cannot be split evenly between both sides; pass the "
+                           "padding explicitly (or pad x first)",
+                           loc=loc_from_attr(_user_location()))
+        sides.append(total // 2)
+    return sides
 
 
 def max_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
@@ -291,6 +378,9 @@ def _integer_indices(b: Builder, ids: Tensor | np.ndarray, what: str,
 
 
 def rope(x: Tensor, cos: Tensor, sin: Tensor, head_dim: int, n_rot: int | None = None) -> Tensor:
+    """Rotary embedding of each head of ``x`` (half-split pairs, NeoX style: dim i rotates
+    with dim i + n_rot/2) by the ``cos`` / ``sin`` tables (numpy ones take x's dtype)."""
+    cos, sin = _like(x, cos, sin)
     return _b(x, cos, sin).rope(x, cos, sin, head_dim=head_dim, n_rot=n_rot)
 
 

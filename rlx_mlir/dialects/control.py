@@ -393,7 +393,9 @@ def _prepare_while(b: Builder, op: WhileOp, operands: list[Tensor]) -> list[Tens
     bound = op.attr("max_iterations")
     if bound is None:
         raise RlxError("'rlx.while' needs a max_iterations attribute to be differentiated "
-                       "(autodiff runs it as a masked scan of that many steps)", op=op)
+                       "(autodiff runs it as a masked scan of that many steps): "
+                       "rlx.while_loop(..., max_iterations=N), or a fori_loop with Python "
+                       "int bounds (a scan)", op=op)
     (state,) = operands
     if bound == 0:
         return [state]

@@ -526,12 +526,15 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
 
 
 def _predicate(b: Builder, pred: Any) -> Tensor:
-    """``pred`` as a scalar i1 tensor of ``b``, or a clear error."""
+    """``pred`` as a scalar i1 tensor of ``b`` (an integer scalar is ``pred != 0``, as in
+    JAX), or a clear error."""
     _check_leaf(pred, "pred", "cond")
     spec = _spec(pred)
+    if spec.shape == () and spec.dtype in ("i32", "i64"):
+        return _tensor(b, pred, spec.dtype) != 0
     if spec != Spec((), "i1"):
-        hint = " (compare it, e.g. pred != 0)" if spec.dtype != "i1" and not spec.shape else ""
-        raise _error(f"cond: pred must be a scalar boolean; got {spec}{hint}")
+        hint = " (compare it, e.g. pred > 0)" if spec.dtype != "i1" and not spec.shape else ""
+        raise _error(f"cond: pred must be a scalar boolean or integer; got {spec}{hint}")
     return _tensor(b, pred)
 
 

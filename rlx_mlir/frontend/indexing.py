@@ -89,6 +89,28 @@ def wrap_negative(index: Any, extent: int) -> Any:
     return b.where(index < 0, index + extent, index)
 
 
+def _sliced(x: Any, axis: int, item: slice) -> Any:
+    """``x`` sliced by ``item`` along ``axis``: ``rlx.narrow`` for a unit step, else an
+    ``rlx.gather`` of the positions (``x[::2]``, ``x[::-1]``). An empty slice is an error:
+    rlx tensors have no zero-size dims."""
+    extent = x.shape[axis]
+    positions = range(*item.indices(extent))
+    if not positions:
+        raise _error(f"the slice {_slice_text(item)} of axis {axis} (size {extent}) is "
+                     "empty; rlx tensors have no zero-size dims")
+    if positions.step != 1:
+        rows = x.builder.constant(np.asarray(positions, dtype=np.int32))
+        return x.builder.gather(x, rows, axis=axis)
+    if len(positions) == extent:
+        return x
+    return x.builder.narrow(x, axis=axis, start=positions.start, length=len(positions))
+
+
+def _slice_text(item: slice) -> str:
+    parts = ["" if v is None else str(v) for v in (item.start, item.stop, item.step)]
+    return ":".join(parts if item.step is not None else parts[:2])
+
+
 def getitem(x: Any, index: Any) -> Any:
     from rlx_mlir.builder import Tensor
 
@@ -115,11 +137,7 @@ def getitem(x: Any, index: Any) -> Any:
                 raise _error(f"index {item} is out of range for axis {axis} of size {extent}")
             x = b.narrow(x, axis=axis, start=start, length=1)
         elif isinstance(item, slice):
-            start, stop, step = item.indices(extent)
-            if step != 1:
-                raise _error("only unit-step slices are supported while tracing")
-            if stop - start != extent:
-                x = b.narrow(x, axis=axis, start=start, length=max(stop - start, 0))
+            x = _sliced(x, axis, item)
             shape.append(x.shape[axis])
         else:
             raise _error(f"unsupported index {item!r} while tracing")

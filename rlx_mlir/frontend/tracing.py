@@ -533,13 +533,16 @@ def _name(t) -> str:
 # ---------------------------------------------------------------- the transformations
 
 
-def jit(fn: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
+def jit(fn: Callable, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = ()) -> Callable:
     """Trace on first call per signature, compile natively, cache. Arguments at
     ``static_argnums`` are Python values, not traced (JAX's ``static_argnums``): they must
     be hashable, and each distinct value (of a distinct type: ``2`` and ``2.0`` apart) is
     traced and compiled once (``if flag:`` works). As in JAX, numpy arrays and Python
     numbers ``fn`` closes over are read when it is traced: later changes to them are seen
     only by new traces (a new signature or static value), never by cached ones.
+
+    ``static_argnames`` names such parameters instead (bound to their positions).
 
     >>> step = jit(lambda x, train: x * 2.0 if train else x, static_argnums=1)
     """
@@ -549,9 +552,25 @@ def jit(fn: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
 
     _check_callable(fn, "jit")
     statics = () if static_argnums == () else _argnums(static_argnums, "jit")
+    statics = tuple(sorted({*statics, *_named_positions(fn, static_argnames)}))
     if not statics:
         return Transformed(fn, transform)
     return _StaticDispatch(fn, statics, lambda f: Transformed(f, transform))
+
+
+def _named_positions(fn: Callable, names: str | Sequence[str]) -> tuple[int, ...]:
+    """The positions of ``fn``'s parameters called ``names`` (``static_argnames``)."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    if not names:
+        return ()
+    signature = python_signature(fn)
+    params = list(signature.parameters) if signature is not None else []
+    missing = [n for n in names if n not in params]
+    if missing:
+        raise _error(f"jit: static_argnames {missing} are not parameters of "
+                     f"{getattr(fn, '__name__', 'the function')} (its parameters: "
+                     f"{', '.join(params) or 'unknown'})")
+    return tuple(params.index(n) for n in names)
 
 
 class _StaticDispatch:

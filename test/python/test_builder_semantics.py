@@ -188,3 +188,25 @@ def test_nn_helpers_take_numbers_and_numpy_on_either_side():
     np.testing.assert_array_equal(got[1], np.minimum(0.0, A))
     np.testing.assert_array_equal(got[2], np.where(A > 1.5, 1.0, 2.0))
     np.testing.assert_array_equal(got[3], np.where(A > 1.5, A, 0))
+
+
+def test_logical_operators_on_bool_tensors_match_numpy():
+    """``& | ^ ~`` on bool tensors (and Python bools, numpy bool arrays), as in JAX."""
+    x = np.array([-1.0, 0.5, 2.0, 3.0], np.float32)
+    mask = np.array([True, False, True, True])
+    got = rlx.jit(lambda x: ((x > 0) & (x < 2.5), (x > 0) | (x < -0.5), (x > 0) ^ (x > 1),
+                             ~(x > 0), True & (x > 1), (x > 0) & mask))(x)
+    want = ((x > 0) & (x < 2.5), (x > 0) | (x < -0.5), (x > 0) ^ (x > 1), ~(x > 0),
+            True & (x > 1), (x > 0) & mask)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda x: x & (x > 0), r"'&' takes bool tensors .*got f32"),
+    (lambda x: (x > 0) | 1, r"'\|' takes bool tensors or Python bools, got int 1"),
+    (lambda x: ~x, r"'~' takes bool tensors .*got f32"),
+])
+def test_logical_operators_on_non_bools_are_located_errors(fn, message):
+    with pytest.raises(rlx.RlxError, match=message):
+        rlx.jit(fn)(np.ones(3, np.float32))

@@ -203,13 +203,13 @@ def test_f32_tensor_at_f64_tensor_is_f64_in_both_orders():
 # ---------------------------------------------------------------- where with number branches
 
 
-@pytest.mark.parametrize("branches, scale", [((1.0, 0.0), False), ((1, 0), False),
-                                             ((1, 2.5), False), ((2.0, 0.5), True)])
-def test_where_with_two_number_branches_takes_jax_default_dtypes(branches, scale):
-    """Python numbers are f32 / i32 (JAX's defaults), so an f32 model stays f32."""
-    def make(where):
-        return lambda x: where(x > 0, *branches) * (x if scale else 1)
+@pytest.mark.parametrize("branches, scale, dtype", [
+    ((1.0, 0.0), False, np.float32), ((1, 0), False, np.int32),
+    ((1, 2.5), False, np.float32), ((2.0, 0.5), True, np.float32)])
+def test_where_with_two_number_branches_takes_jax_default_dtypes(branches, scale, dtype):
+    """Python numbers are f32 / i32 (JAX's defaults without x64), so an f32 model stays
+    f32 (they were f64 / i64)."""
     x = rand(5)
-    got, want = rlx.jit(make(rlx.nn.where))(x), jax.jit(make(jnp.where))(x)
-    assert got.dtype == want.dtype
-    np.testing.assert_array_equal(got, want)
+    got = rlx.jit(lambda x: rlx.nn.where(x > 0, *branches) * (x if scale else 1))(x)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, np.where(x > 0, *branches) * (x if scale else 1))

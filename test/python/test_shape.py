@@ -240,7 +240,9 @@ def test_scatter_add_is_the_transpose_of_gather(rng):
 
 
 @pytest.mark.parametrize("build,message", [
-    (lambda b, x: b.reshape(x, (5, 5)), "cannot reshape [2, 6] (12 elements) to [5, 5]"),
+    (lambda b, x: b.reshape(x, (5, 5)), "cannot reshape [2, 6] (12 elements) to (5, 5)"),
+    (lambda b, x: b.reshape(x, (5, -1)), "cannot reshape [2, 6] (12 elements) to (5, -1)"),
+    (lambda b, x: b.reshape(x, (-1, -1)), "to (-1, -1): only one dim may be -1"),
     (lambda b, x: b.transpose(x, perm=(0, 0)), "is not a permutation"),
     (lambda b, x: b.expand(x, (4, 6)), "cannot expand [2, 6] to [4, 6]: dim 0 is 2"),
     (lambda b, x: b.narrow(x, axis=1, start=4, length=3), "out of range for dim 1 of size 6"),

@@ -1,0 +1,125 @@
+"""Probes from a review that ported JAX and PyTorch programs to rlx (a CNN, a GRU through
+scan, a ViT block, a VAE with per-example gradients): the conveniences JAX users reach
+for, each checked against numpy, JAX or torch, and the clear errors where rlx differs."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+import rlx_mlir as rlx
+from rlx_mlir import RlxError
+
+RNG = np.random.default_rng(5)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+def test_argmax_and_argmin_match_jax_with_ties_and_nan(axis, keepdims, kind):
+    x = RNG.integers(0, 3, (3, 4, 5)).astype(np.float32)  # many ties: the first index wins
+    x[0, 0, 2] = np.nan
+    got = rlx.jit(lambda a: getattr(a, kind)(axis=axis, keepdims=keepdims))(x)
+    want = np.asarray(getattr(jnp, kind)(x, axis=axis, keepdims=keepdims))
+    assert got.dtype == np.int32 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(rlx.jit(lambda a: getattr(rlx.nn, kind)(a, axis))(x),
+                                  getattr(jnp, kind)(x, axis))
+
+
+def test_strided_and_reversed_slices_and_their_gradient():
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for f in (lambda a: a[::2], lambda a: a[:, ::-1], lambda a: a[1::2, 5:0:-2]):
+        np.testing.assert_array_equal(rlx.jit(f)(x), f(x))
+    weights = np.arange(6, dtype=np.float32)
+    g = rlx.grad(lambda a: (a[::2, ::-1] * weights).sum())(x)
+    want = np.zeros_like(x)
+    want[::2] = weights[::-1]
+    np.testing.assert_array_equal(g, want)
+
+
+def test_an_empty_slice_is_a_clear_error():
+    with pytest.raises(RlxError, match=r"the slice 3:1 of axis 0 \(size 4\) is empty"):
+        rlx.jit(lambda a: a[3:1])(rand(4, 3))
+
+
+@pytest.mark.parametrize("padding, kw", [("same", {}), ("valid", {}), ("same", {"dilation": 2}),
+                                         ("SAME", {"stride": 2})])
+def test_conv2d_named_padding_matches_torch_and_jax(padding, kw):
+    x, w = rand(2, 3, 9, 9), rand(4, 3, 3, 3)
+    got = rlx.jit(lambda a: rlx.nn.conv2d(a, w, padding=padding, **kw))(x)
+    if kw.get("stride", 1) == 1:
+        want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w),
+                                          padding=padding.lower(), **kw).numpy()
+    else:  # torch has no "same" with a stride: JAX's SAME
+        import jax
+
+        want = np.asarray(jax.lax.conv_general_dilated(x, w, (2, 2), "SAME"))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_same_padding_that_cannot_be_split_evenly_is_a_clear_error():
+    with pytest.raises(RlxError, match="padding='same' needs 1 rows or columns"):
+        rlx.jit(lambda a: rlx.nn.conv2d(a, rand(1, 1, 2, 2), padding="same"))(rand(1, 1, 5, 5))
+
+
+def test_numpy_parameters_of_nn_ops_take_the_input_dtype():
+    """f64 numpy gamma / beta / weights next to an f32 input, as ``x + array`` does."""
+    x = rand(4, 3)
+    got = rlx.jit(lambda a: rlx.nn.layer_norm(a, np.ones(3), np.zeros(3)))(x)
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, (x - mean) / np.sqrt(var + 1e-5), rtol=1e-5, atol=1e-5)
+    assert rlx.jit(lambda a: rlx.nn.rms_norm(a, np.ones(3)))(x).dtype == np.float32
+
+
+@pytest.mark.parametrize("a, b, dtype", [(np.int32(1), np.int64(2), np.int64),
+                                         (np.int64(3), np.int32(2), np.int64)])
+def test_mixed_integer_dtypes_widen_as_in_numpy(a, b, dtype):
+    got = rlx.jit(lambda i, j: (i + j, i * (j > 0), (i > 0) + j))(a, b)
+    want = (a + b, a * (b > 0), (a > 0) + b)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)
+    assert got[0].dtype == dtype
+
+
+def test_jit_static_argnames():
+    f = rlx.jit(lambda a, n: a * n, static_argnames="n")
+    np.testing.assert_array_equal(f(np.ones(2, np.float32), 3), [3, 3])
+    np.testing.assert_array_equal(f(np.ones(2, np.float32), n=4), [4, 4])
+    with pytest.raises(RlxError, match=r"static_argnames \['m'\] are not parameters"):
+        rlx.jit(lambda a, n: a * n, static_argnames=("m",))
+
+
+def test_cond_with_an_integer_predicate_is_pred_not_zero():
+    x = rand(3)
+    f = rlx.jit(lambda a, i: rlx.cond(i, lambda: a, lambda: -a))
+    np.testing.assert_array_equal(f(x, np.int32(2)), x)
+    np.testing.assert_array_equal(f(x, np.int32(0)), -x)
+
+
+def test_attention_mask_without_a_kind_takes_it_from_its_rank():
+    q = rand(2, 4, 8)
+    keep = np.array([[True, True, False, True], [True, False, True, True]])
+    bias = np.where(np.broadcast_to(keep[:, None, None, :], (2, 2, 4, 4)), 0.0,
+                    -1e9).astype(np.float32)
+    padded = rlx.jit(lambda q: rlx.nn.attention(q, q, q, 2, mask=keep))(q)
+    custom = rlx.jit(lambda q: rlx.nn.attention(q, q, q, 2, mask=keep, mask_kind="custom"))(q)
+    biased = rlx.jit(lambda q: rlx.nn.attention(q, q, q, 2, mask=bias))(q)
+    np.testing.assert_array_equal(padded, custom)
+    np.testing.assert_allclose(biased, custom, rtol=1e-5, atol=1e-6)
+    with pytest.raises(RlxError, match="a mask of rank 3 needs a mask_kind"):
+        rlx.jit(lambda q: rlx.nn.attention(q, q, q, 2, mask=bias[0]))(q)
+
+
+def test_grad_of_a_fori_loop_with_traced_bounds_names_the_fix():
+    with pytest.raises(RlxError, match="fori_loop with Python int bounds"):
+        rlx.grad(lambda w, n: rlx.fori_loop(0, n, lambda i, c: c * w, w))(np.float32(2),
+                                                                          np.int32(3))
