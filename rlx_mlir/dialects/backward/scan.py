@@ -339,14 +339,13 @@ def _add_upstream(e, schedule: RowSchedule, t, dcarry, upstream):
     return rg.if_else(e, schedule.is_stored(e, t), [dcarry.type], add, lambda s: [dcarry])[0]
 
 
-def backward_loop(op: ScanBackwardBase, e, init, traj, upstream, inputs, xs_idx=None):
-    """``(d init, d input_{xs_idx})`` of the reverse sweep (the second only with
-    ``xs_idx``): a per-step input's gradient is written row by row, a broadcast one's
-    accumulated."""
+def backward_loop(op: ScanBackwardBase, e, init, traj, upstream, inputs,
+                  wanted: Sequence[int] = ()):
+    """``[d init, *(d input_i for i in wanted)]`` of one reverse sweep: a per-step input's
+    gradient is written row by row, a broadcast one's accumulated."""
     length, nb = op.attr("length"), op.num_bcast
     schedule = RowSchedule.of(length, op.attr("num_checkpoints", 0))
     body_vjp = op.bodies[0].block
-    summed = xs_idx is not None and xs_idx < nb
 
     def step(s, i, dcarry, *dxs):
         t = rg.index_sub(s, length - 1, i)
@@ -354,12 +353,12 @@ def backward_loop(op: ScanBackwardBase, e, init, traj, upstream, inputs, xs_idx=
         carry = _carry_entering(op, s, schedule, t, init, traj, inputs)
         rows = [rg.extract_row(s, x, t) for x in inputs[nb:]]
         outs = rg.inline_block(s, body_vjp, [carry, *inputs[:nb], *rows, dcarry])
-        if summed:
-            return [outs[0], *(_accumulate(s, d, outs[1 + xs_idx]) for d in dxs)]
-        return [outs[0], *(rg.insert_row(s, outs[1 + xs_idx], d, t) for d in dxs)]
+        return [outs[0], *(_accumulate(s, d, outs[1 + i]) if i < nb
+                           else rg.insert_row(s, outs[1 + i], d, t)
+                           for i, d in zip(wanted, dxs, strict=True))]
 
     zeros = e.fill(0, shape_of(init.type), init.type.element_type)
-    dxs = [] if xs_idx is None else [_gradient_buffer(e, inputs[xs_idx].type, summed)]
+    dxs = [_gradient_buffer(e, inputs[i].type, i < nb) for i in wanted]
     return rg.for_loop(e, 0, length, [zeros, *dxs], step)
 
 
@@ -375,14 +374,36 @@ def _accumulate(e, total, step_gradient):
                          lambda b, a, c: b.add(a, c))
 
 
-@LOWER.register(ScanBackwardOp)
-def _lower_scan_backward(op: ScanBackwardOp, e, init, traj, upstream, *xs):
-    return backward_loop(op, e, init, traj, upstream, xs)[0]
+def same_sweep(a: ScanBackwardBase, b: ScanBackwardBase) -> bool:
+    """Whether ``a`` and ``b`` run the same reverse sweep (operands, attributes but
+    ``xs_idx``, and regions): autodiff emits one op per gradient of a scan."""
+    def attrs(op):
+        return {k: v for k, v in op.attributes.items() if k != "xs_idx"}
+    return (a is not b and list(a.operands) == list(b.operands) and attrs(a) == attrs(b)
+            and len(a.bodies) == len(b.bodies)
+            and all(r.is_structurally_equivalent(q) for r, q in zip(a.bodies, b.bodies,
+                                                                    strict=True)))
 
 
-@LOWER.register(ScanBackwardXsOp)
-def _lower_scan_backward_xs(op: ScanBackwardXsOp, e, init, traj, upstream, *xs):
-    return backward_loop(op, e, init, traj, upstream, xs, op.attr("xs_idx"))[1]
+def _lower_sweeps(op: ScanBackwardBase, e, init, traj, upstream, *inputs):
+    """One reverse loop for ``op`` and every later op of its block running the same sweep
+    (``d init`` and each ``d input_i`` wanted): they are replaced and erased here. With a
+    loop per op, a scan's k differentiated inputs re-ran its body's VJP k + 1 times."""
+    siblings = [o for o in op.parent_block().ops
+                if isinstance(o, ScanBackwardBase) and same_sweep(op, o)]
+    group = [op, *siblings]
+    wanted = sorted({o.attr("xs_idx") for o in group if isinstance(o, ScanBackwardXsOp)})
+    dcarry, *dxs = backward_loop(op, e, init, traj, upstream, inputs, wanted)
+    results = [dcarry if isinstance(o, ScanBackwardOp) else dxs[wanted.index(o.attr("xs_idx"))]
+               for o in group]
+    for sibling, value in zip(siblings, results[1:], strict=True):
+        sibling.result.replace_all_uses_with(value)
+        sibling.detach()
+        sibling.erase(safe_erase=False)
+    return results[0]
+
+
+LOWER.register(ScanBackwardOp, ScanBackwardXsOp)(_lower_sweeps)
 
 
 # ---------------------------------------------------------------- VJP rules (reverse over reverse)
