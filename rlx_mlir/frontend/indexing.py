@@ -1,9 +1,9 @@
 """``tensor[index]`` while tracing: integers and unit-step slices become ``rlx.narrow``
-(plus a reshape dropping integer axes), ``None`` inserts an axis, and an integer Tensor
-or integer numpy array as the whole index selects rows of the leading axis with
-``rlx.gather``.
+(plus a reshape dropping integer axes), other slices and integer arrays or traced integer
+tensors an ``rlx.gather`` along their axis (a traced scalar drops the axis, as an int),
+and ``None`` inserts an axis.
 
->>> # x[2], x[:, 1:3], x[..., 0], x[None], embed[tokens], x[np.array([2, 0])]
+>>> # x[2], x[:, 1:3], x[..., 0], x[None], embed[tokens], x[:, i], x[::2], x[:, idx]
 """
 
 from __future__ import annotations
@@ -13,10 +13,6 @@ from typing import Any
 import numpy as np
 
 from rlx_mlir.diagnostics import RlxError
-
-_ARRAY_HINT = ("integer-array indexing is only supported as the whole index, selecting "
-               "along axis 0 (x[idx] with an integer Tensor or numpy array); for another "
-               "axis use x.builder.gather(x, idx, axis=k)")
 
 
 def _error(message: str) -> RlxError:
@@ -49,14 +45,16 @@ def _scalar_item(item: Any) -> Any:
     if isinstance(item, np.integer) or (isinstance(item, np.ndarray) and item.ndim == 0
                                         and np.issubdtype(item.dtype, np.integer)):
         return int(item)
-    if isinstance(item, (np.ndarray, Tensor, list)):
-        raise _error(f"unsupported index {type(item).__name__} inside a tuple or list: "
-                     + _ARRAY_HINT)
+    if isinstance(item, list):
+        raise _error("a list inside an index is not supported (as in JAX); use a numpy "
+                     "array")
+    if isinstance(item, Tensor) and item.dtype not in ("i32", "i64"):
+        raise _error(f"a traced index must be an integer tensor, got {item.dtype}")
     return item
 
 
-def _row_indices(index: np.ndarray, extent: int) -> np.ndarray:
-    """A numpy integer index array for an axis of ``extent``, checked and made
+def _row_indices(index: np.ndarray, extent: int, axis: int = 0) -> np.ndarray:
+    """A numpy integer index array for ``axis`` of size ``extent``, checked and made
     non-negative (i32, as ``rlx.gather`` takes it)."""
     if index.dtype == np.bool_:
         raise _error("boolean-mask indexing is not supported while tracing (the result "
@@ -65,7 +63,7 @@ def _row_indices(index: np.ndarray, extent: int) -> np.ndarray:
         raise _error(f"index arrays must have an integer dtype, got {index.dtype}")
     bad = index[(index < -extent) | (index >= extent)]
     if bad.size:
-        raise _error(f"index {bad.flat[0]} is out of range for axis 0 of size {extent}")
+        raise _error(f"index {bad.flat[0]} is out of range for axis {axis} of size {extent}")
     return np.where(index < 0, index + extent, index).astype(np.int32)
 
 
@@ -80,6 +78,49 @@ def _gather_rows(x: Any, index: Any) -> Any:
     else:
         index = wrap_negative(index, x.shape[0])
     return innermost(x, index).gather(x, index, axis=0)
+
+
+def _taken(x: Any, axis: int, index: Any) -> Any:
+    """``np.take(x, index, axis)`` for an integer Tensor (negative entries counted from
+    the end, out-of-range ones clamped, as JAX) or numpy array (checked)."""
+    from rlx_mlir.builder import Tensor, innermost
+
+    extent = x.shape[axis]
+    if isinstance(index, Tensor):
+        index = wrap_negative(index, extent)
+    else:
+        index = x.builder.constant(_row_indices(np.asarray(index), extent, axis))
+    if index.ndim == 0:
+        return innermost(x, index).gather(x, index.reshape(1), axis=axis)
+    return innermost(x, index).gather(x, index, axis=axis)
+
+
+def _check_array_items(index: tuple) -> None:
+    """One index array at most (of rank >= 1), and not apart from the ints: numpy then
+    moves its axes to the front, which rlx does not do."""
+    arrays = [k for k, i in enumerate(index) if _is_array(i) and np.ndim(_value(i)) > 0]
+    if len(arrays) > 1:
+        raise _error("only one index array (or traced index vector) per index is supported")
+    if arrays:
+        scalars = [k for k, i in enumerate(index) if isinstance(i, int) or (
+            _is_array(i) and np.ndim(_value(i)) == 0)]
+        at = arrays[0]
+        between = index[min([at, *scalars]):max([at, *scalars]) + 1]
+        if any(isinstance(i, slice) or i is None for i in between):
+            raise _error("an index array apart from other integer indices (numpy moves "
+                         "their axes to the front) is not supported; index in two steps")
+
+
+def _is_array(item: Any) -> bool:
+    from rlx_mlir.builder import Tensor
+
+    return isinstance(item, (Tensor, np.ndarray))
+
+
+def _value(item: Any) -> Any:
+    from rlx_mlir.builder import Tensor
+
+    return np.empty(item.shape) if isinstance(item, Tensor) else item
 
 
 def wrap_negative(index: Any, extent: int) -> Any:
@@ -121,7 +162,7 @@ def getitem(x: Any, index: Any) -> Any:
                      "array: x[np.array([...])]")
     items = tuple(_scalar_item(i) for i in (index if isinstance(index, tuple) else (index,)))
     index = _expand_ellipsis(items, x.ndim)
-    b = x.builder
+    _check_array_items(index)
     shape: list[int] = []
     axis = 0
     for item in index:
@@ -135,12 +176,19 @@ def getitem(x: Any, index: Any) -> Any:
             start = item + extent if item < 0 else item
             if not 0 <= start < extent:
                 raise _error(f"index {item} is out of range for axis {axis} of size {extent}")
-            x = b.narrow(x, axis=axis, start=start, length=1)
+            x = x.builder.narrow(x, axis=axis, start=start, length=1)
         elif isinstance(item, slice):
             x = _sliced(x, axis, item)
             shape.append(x.shape[axis])
+        elif _is_array(item):
+            dims = np.shape(_value(item))
+            x = _taken(x, axis, item)  # axis -> dims (a 0-d index: one row)
+            if len(dims) > 1:  # one axis for them, as every other item leaves
+                x = x.builder.reshape(x, (*x.shape[:axis], int(np.prod(dims)),
+                                          *x.shape[axis + len(dims):]))
+            shape.extend(dims)
         else:
             raise _error(f"unsupported index {item!r} while tracing")
         axis += 1
     shape.extend(x.shape[axis:])
-    return x if tuple(shape) == x.shape else b.reshape(x, shape)
+    return x if tuple(shape) == x.shape else x.builder.reshape(x, shape)

@@ -177,14 +177,17 @@ def test_index_with_numpy_integer_scalars():
     (np.array([1, 4]), "index 4 is out of range for axis 0 of size 4"),
     (np.array([True, False, True, True]), "boolean-mask indexing is not supported"),
     (np.array([0.0, 1.0]), "index arrays must have an integer dtype, got float64"),
-    ((slice(None), np.array([0, 1])), "integer-array indexing is only supported as the whole"),
+    ((0, slice(None), np.array([0, 1])), "an index array apart from other integer indices"),
+    ((np.array([0, 1]), np.array([0, 1])), "only one index array"),
+    ((slice(None), np.array([0, 3])), "index 3 is out of range for axis 1 of size 3"),
+    ((slice(None), slice(None), slice(None), 0), "too many indices for a tensor of rank 3"),
     ([2, 0], r"indexing with a list is not supported .* x\[np.array"),
     (True, "boolean index True is not supported"),
     ((Ellipsis, 0, Ellipsis), "single ellipsis"),
 ])
 def test_bad_indices_are_rlx_errors(index, message):
     with pytest.raises(RlxError, match=message):
-        rlx.jit(lambda a: a[index])(rand(4, 3))
+        rlx.jit(lambda a: a[index])(rand(4, 3, 2))
 
 
 def test_non_tensor_outputs_are_named():

@@ -123,3 +123,29 @@ def test_grad_of_a_fori_loop_with_traced_bounds_names_the_fix():
     with pytest.raises(RlxError, match="fori_loop with Python int bounds"):
         rlx.grad(lambda w, n: rlx.fori_loop(0, n, lambda i, c: c * w, w))(np.float32(2),
                                                                           np.int32(3))
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("x[:, i]", lambda a, i: a[:, i]),
+    ("x[i, :, 1:3]", lambda a, i: a[i, :, 1:3]),
+    ("x[..., i]", lambda a, i: a[..., i]),
+    ("x[i, i]", lambda a, i: a[i, i]),
+    ("x[:, idx2d]", lambda a, i: a[:, np.array([[3, 0], [1, -1]])]),
+    ("x[1, idx2d]", lambda a, i: a[1, np.array([[3, 0], [1, -1]])]),
+    ("x[None, :, -1, idx]", lambda a, i: a[None, :, -1, np.array([4, 0])]),
+    ("x[:, i:i+2] static", lambda a, i: a[:, 1:3, ::2]),
+])
+def test_indexing_with_traced_scalars_and_index_arrays_at_any_axis_matches_jax(name, fn):
+    """A traced integer scalar drops its axis (as an int), an index array replaces its
+    axis by the array's dims (numpy's rule for one array index): rlx.gather, differentiable."""
+    x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    i = np.int32(2)
+    got = rlx.jit(fn)(x, i)
+    want = np.asarray(fn(jnp.asarray(x), jnp.asarray(i)))
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    g = rlx.grad(lambda a, i: (fn(a, i) ** 2).sum())(x, i)
+    import jax
+
+    np.testing.assert_allclose(g, jax.grad(lambda a: (fn(a, i) ** 2).sum())(jnp.asarray(x)),
+                               rtol=1e-6)
