@@ -12,6 +12,8 @@ innermost one when they mix a closure's tensors with an enclosing trace's).
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Sequence
 
 import numpy as np
@@ -393,3 +395,95 @@ def embedding(table: Tensor, ids: Tensor) -> Tensor:
     b = _b(table, ids)
     ids = _integer_indices(b, ids, "embedding: ids")
     return b.gather(table, wrap_negative(ids, table.shape[0]), axis=0)
+
+
+# ---------------------------------------------------------------- eager calls
+
+
+def _eager(fn):
+    """``fn`` that, called outside any trace on numpy arrays only (no traced tensor), runs
+    on them at once as JAX's eager ops do: traced alone and run by the reference
+    interpreter (no compile). The first array is the traced argument; the other
+    arguments (arrays too) enter as they would inside a trace, so ``layer_norm(x,
+    np.ones(3), np.zeros(3))`` behaves the same eagerly and traced.
+
+    >>> rlx.nn.softmax(np.array([1.0, 2.0], np.float32))  # doctest: +SKIP
+    array([0.26894143, 0.7310586 ], dtype=float32)
+    """
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        from rlx_mlir.frontend.tracing import _active
+
+        if _active() or _has_tensor((args, kwargs)):
+            return fn(*args, **kwargs)
+        if args and isinstance(args[0], (int, float)) and not isinstance(args[0], bool):
+            from rlx_mlir.frontend.tracing import _as_array  # relu(3.0): f32, as JAX
+
+            args = (_as_array(args[0]), *args[1:])
+        arrays, rebuild = _array_slots((args, kwargs))
+        if not arrays:
+            return fn(*args, **kwargs)  # nothing to run on: fn's own error
+        def first_traced(x):
+            args, kwargs = rebuild([x, *arrays[1:]])
+            return fn(*args, **kwargs)
+
+        return _run_eagerly(first_traced, arrays[0])
+
+    return call
+
+
+def _has_tensor(tree) -> bool:
+    if isinstance(tree, Tensor):
+        return True
+    if isinstance(tree, dict):
+        return any(_has_tensor(v) for v in tree.values())
+    return isinstance(tree, (list, tuple)) and any(_has_tensor(v) for v in tree)
+
+
+def _array_slots(tree):
+    """The numpy arrays in ``tree`` (nested lists, tuples, dicts) and a function putting
+    replacements back in their places."""
+    arrays: list[np.ndarray] = []
+
+    def collect(node):
+        if isinstance(node, (np.ndarray, np.generic)):
+            arrays.append(np.asarray(node))
+            return _Slot(len(arrays) - 1)
+        if isinstance(node, dict):
+            return {k: collect(v) for k, v in node.items()}
+        if isinstance(node, (list, tuple)):
+            return type(node)(collect(v) for v in node)
+        return node
+
+    shape = collect(tree)
+
+    def fill(node, values):
+        if isinstance(node, _Slot):
+            return values[node.index]
+        if isinstance(node, dict):
+            return {k: fill(v, values) for k, v in node.items()}
+        if isinstance(node, (list, tuple)):
+            return type(node)(fill(v, values) for v in node)
+        return node
+
+    return arrays, lambda values: fill(shape, values)
+
+
+class _Slot:
+    def __init__(self, index: int):
+        self.index = index
+
+
+def _run_eagerly(fn, array: np.ndarray):
+    from rlx_mlir.frontend.tracing import trace, unflatten
+    from rlx_mlir.interpreter import interpret
+
+    traced = trace(fn, [array], "eager")
+    outs = interpret(traced.module, array, entry=traced.name)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    return unflatten(traced.out_tree, outs)
+
+
+for _name, _fn in list(globals().items()):
+    if not _name.startswith("_") and inspect.isfunction(_fn) and _fn.__module__ == __name__:
+        globals()[_name] = _eager(_fn)

@@ -149,3 +149,26 @@ def test_indexing_with_traced_scalars_and_index_arrays_at_any_axis_matches_jax(n
 
     np.testing.assert_allclose(g, jax.grad(lambda a: (fn(a, i) ** 2).sum())(jnp.asarray(x)),
                                rtol=1e-6)
+
+
+def test_nn_functions_run_eagerly_on_numpy_arrays_outside_a_trace():
+    """As jax.nn outside jit: the call is traced alone and run by the interpreter; the
+    same numbers as inside a trace (other numpy arguments enter as they would there)."""
+    x = rand(2, 5)
+    labels = np.array([1, 4])
+    cases = {
+        "softmax": (lambda: rlx.nn.softmax(x), lambda a: rlx.nn.softmax(a)),
+        "where": (lambda: rlx.nn.where(x > 0, x, 0.0), lambda a: rlx.nn.where(a > 0, a, 0.0)),
+        "layer_norm": (lambda: rlx.nn.layer_norm(x, np.ones(5), np.zeros(5)),
+                       lambda a: rlx.nn.layer_norm(a, np.ones(5), np.zeros(5))),
+        "cross_entropy": (lambda: rlx.nn.cross_entropy(x, labels),
+                          lambda a: rlx.nn.cross_entropy(a, labels)),
+        "concat": (lambda: rlx.nn.concat([x, x], axis=0), lambda a: rlx.nn.concat([a, a])),
+        "argmax": (lambda: rlx.nn.argmax(x, axis=1), lambda a: rlx.nn.argmax(a, axis=1)),
+    }
+    for name, (eager, traced) in cases.items():
+        got, want = eager(), rlx.jit(traced)(x)
+        assert isinstance(got, np.ndarray), name
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert float(rlx.nn.relu(-3.0)) == 0.0 and rlx.nn.sigmoid(0.0).dtype == np.float32
