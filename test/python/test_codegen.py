@@ -320,7 +320,8 @@ def test_matmul_fast_vs_naive_vs_numpy(shape):
     np.testing.assert_allclose(fast, naive, atol=tol)
 
 
-@pytest.mark.parametrize("shape", [(3, 7, 13, 5), (16, 64, 32, 64), (2, 33, 17, 70)])
+@pytest.mark.parametrize("shape", [(3, 7, 13, 5), (16, 64, 32, 64), (2, 33, 17, 70), (4, 250, 30, 250),
+                                   (3, 100, 100, 100)])
 def test_batch_matmul_fast_vs_naive(shape):
     bs, m, k, n = shape
     rng = np.random.default_rng(1)
