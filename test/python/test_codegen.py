@@ -720,6 +720,25 @@ def test_big_dense_conv_gradients_run_one_packed_matmul_per_image(batch, dilatio
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("width", [513, 999, 1000, 1001])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_rows_with_no_whole_vector_width_are_split_and_vectorized(width, axis, rng):
+    """An innermost dim with no vector width of 16+ dividing it (a parallel 1000, any
+    513) is split after its last multiple of 16: exp's polynomial runs on vectors only,
+    none on scalars (left scalar, a 513-long softmax row ran 10x slower than 512)."""
+    x = rng.standard_normal((32, width)).astype(np.float32)
+
+    def softmax(x):
+        return rlx.nn.softmax(x, axis=axis)
+
+    scheduled = stage_texts(rlx.trace(softmax, (x,)).module)["schedule"]
+    fma_types = set(re.findall(r"math\.fma [^\n]*: (vector<[^>]*>|f32)", scheduled))
+    assert fma_types and "f32" not in fma_types
+    e = np.exp(x - x.max(axis, keepdims=True))
+    np.testing.assert_allclose(rlx.jit(softmax)(x), e / e.sum(axis, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+
+
 def test_small_register_tiles_use_whole_vectors():
     """Tiles of 16, 32 or 64 columns when they divide n, rows keeping <= 16 accumulators."""
     assert schedules.small_register_tile(112, 112) == (8, 16)
