@@ -30,7 +30,9 @@ def _b(*xs: Tensor | None) -> Builder:
 
 def _like(x: Tensor, *values: Tensor | np.ndarray | float | None) -> list:
     """``values`` with each numpy array or number made a constant of ``x``'s dtype (as
-    ``x + array`` does); tensors and None as they are."""
+    ``x + array`` does) when ``x`` is a tensor; tensors and None as they are."""
+    if not isinstance(x, Tensor):
+        return list(values)
     return [v if v is None or isinstance(v, Tensor) else x._lift(v) for v in values]
 
 

@@ -69,27 +69,31 @@ def _row_indices(index: np.ndarray, extent: int, axis: int = 0) -> np.ndarray:
 
 def _gather_rows(x: Any, index: Any) -> Any:
     """``x[index]`` for an integer Tensor or integer numpy array ``index`` (axis 0)."""
-    from rlx_mlir.builder import Tensor, innermost
+    from rlx_mlir.builder import innermost
 
     if x.ndim == 0:
         raise _error("cannot index a 0-d tensor")
-    if not isinstance(index, Tensor):
-        index = x.builder.constant(_row_indices(index, x.shape[0]))
-    else:
-        index = wrap_negative(index, x.shape[0])
+    index = _index_tensor(x, 0, index)
     return innermost(x, index).gather(x, index, axis=0)
 
 
-def _taken(x: Any, axis: int, index: Any) -> Any:
-    """``np.take(x, index, axis)`` for an integer Tensor (negative entries counted from
-    the end, out-of-range ones clamped, as JAX) or numpy array (checked)."""
-    from rlx_mlir.builder import Tensor, innermost
+def _index_tensor(x: Any, axis: int, index: Any) -> Any:
+    """An integer Tensor (negative entries counted from the end, out-of-range ones then
+    clamped by gather, as JAX) or numpy array (checked) as indices into ``axis`` of ``x``."""
+    from rlx_mlir.builder import Tensor
 
     extent = x.shape[axis]
     if isinstance(index, Tensor):
-        index = wrap_negative(index, extent)
-    else:
-        index = x.builder.constant(_row_indices(np.asarray(index), extent, axis))
+        return wrap_negative(index, extent)
+    return x.builder.constant(_row_indices(np.asarray(index), extent, axis))
+
+
+def _taken(x: Any, axis: int, index: Any) -> Any:
+    """``np.take(x, index, axis)`` (:func:`_index_tensor`); a 0-d index keeps the axis
+    as one row, which the caller drops."""
+    from rlx_mlir.builder import innermost
+
+    index = _index_tensor(x, axis, index)
     if index.ndim == 0:
         return innermost(x, index).gather(x, index.reshape(1), axis=axis)
     return innermost(x, index).gather(x, index, axis=axis)
