@@ -5,8 +5,7 @@
 Phases: ``grad_with_loss``; xDSL's ``lower-to-linalg`` and the hand-off text; each
 upstream stage (wall and CPU seconds: the nested passes after outlining use every core);
 printing the LLVM dialect; parallel LLVM code generation (``native.compile_objects``, the
-jobs ``rlx_mlir.compile`` would use; its CPU column counts this process only, not the
-LLVM processes). Each round runs in this process with the disk cache off, so rounds after
+threads ``rlx_mlir.compile`` would use). Each round runs in this process with the disk cache off, so rounds after
 the first skip the one-time imports; the median is printed.
 """
 

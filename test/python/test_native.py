@@ -2,6 +2,7 @@
 
 import ctypes
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -41,10 +42,10 @@ def check_step(f, rng):
 
 
 
-def test_parallel_codegen_runs_the_same_as_the_execution_engine(fresh, monkeypatch, rng):
+def test_parallel_codegen_runs_the_same_as_one_thread(fresh, monkeypatch, rng):
     monkeypatch.setenv("RLX_CODEGEN_JOBS", "2")
     f = jit.compile(TEXT, entry="step")
-    assert f.engine.native_code == "parallel-llvm"
+    assert f.engine.native_code == "llvm"
     assert len(f.engine.objects) == 2 and f.engine.timings["codegen_jobs"] == 2
     check_step(f, rng)
     x = np.linspace(-3, 3, 1000, dtype=np.float32)
@@ -54,10 +55,21 @@ def test_parallel_codegen_runs_the_same_as_the_execution_engine(fresh, monkeypat
     monkeypatch.setenv("RLX_CODEGEN_JOBS", "1")
     monkeypatch.setenv("RLX_CACHE_DIR", "off")
     jit.clear_memory_cache()
-    in_process = jit.compile(TEXT, entry="step")
-    assert in_process.engine.native_code == "execution-engine"
+    one = jit.compile(TEXT, entry="step")
+    assert one.engine.native_code == "llvm" and len(one.engine.objects) == 1
     x, w = inputs(rng)
-    np.testing.assert_array_equal(in_process(x, w)[0], f(x, w)[0])
+    np.testing.assert_array_equal(one(x, w)[0], f(x, w)[0])
+
+
+def test_no_compiler_thread_outlives_a_compile(fresh):
+    """Code generation runs in threads that end with it (the ExecutionEngine's context kept
+    two idle LLVM workers alive per engine)."""
+    before = set(os.listdir("/proc/self/task"))
+    f = jit.compile(TEXT, entry="scale")
+    f(np.ones(1000, np.float32))
+    names = [pathlib.Path(f"/proc/self/task/{t}/comm").read_text().strip()
+             for t in set(os.listdir("/proc/self/task")) - before]
+    assert not [n for n in names if n.startswith("llvm-worker")], names
 
 
 SPLIT_TEXT = """module {
@@ -108,8 +120,10 @@ def test_text_of_another_shape_is_compiled_whole(text):
     assert native.split_module_text(text, 2) == [text]
 
 
-def test_small_modules_compile_in_process():
+def test_small_modules_compile_in_one_thread(monkeypatch):
+    monkeypatch.setenv("RLX_NUM_THREADS", "2")
     assert native.codegen_jobs("x" * 1000) == 1
+    assert native.codegen_jobs("x" * 2 * native.PART_BYTES) == 2
 
 
 def test_the_disk_cache_loads_object_code_in_a_fresh_process(tmp_path):
@@ -132,13 +146,15 @@ def test_the_disk_cache_loads_object_code_in_a_fresh_process(tmp_path):
     runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env,
                                       capture_output=True, text=True, check=True).stdout)
             for _ in range(2)]
-    assert [r["how"] for r in runs] == ["parallel-llvm", "cached-objects"]
+    assert [r["how"] for r in runs] == ["llvm", "cached-objects"]
     assert runs[0]["sum"] == runs[1]["sum"]
     assert len(list(tmp_path.glob("*.o"))) == 2
 
 
-def test_execution_engine_objects_are_cached_too(fresh, rng):
-    f = jit.compile(TEXT, entry="step")
+def test_execution_engine_objects_are_cached_too(fresh, monkeypatch, rng):
+    monkeypatch.setattr(native, "compile_objects", failing_codegen)
+    with pytest.warns(RuntimeWarning, match="object code generation failed"):
+        f = jit.compile(TEXT, entry="step")
     assert f.engine.native_code == "execution-engine" and len(f.engine.objects) == 1
     jit.clear_memory_cache()
     again = jit.compile(TEXT, entry="step")
@@ -158,24 +174,28 @@ def test_objects_of_another_host_are_compiled_again(fresh, rng):
     jit.clear_memory_cache()
     f = jit.compile(TEXT, entry="step")
     assert "disk_cache_hit" in f.engine.timings
-    assert f.engine.native_code == "execution-engine"
+    assert f.engine.native_code == "llvm"
     check_step(f, rng)
 
 
 def test_a_corrupt_object_falls_back_to_the_cached_text(fresh, rng):
     jit.compile(TEXT, entry="step")
-    (obj,) = fresh.glob("*.o")
+    obj = sorted(fresh.glob("*.o"))[0]
     obj.write_bytes(b"\x7fELF not really an object file")
     jit.clear_memory_cache()
     f = jit.compile(TEXT, entry="step")
-    assert f.engine.native_code == "execution-engine"
+    assert f.engine.native_code == "llvm"
     check_step(f, rng)
 
 
-def test_failing_tools_warn_and_compile_in_process(fresh, monkeypatch, rng):
+def failing_codegen(*args, **kwargs):
+    raise rlx.RlxError("LLVM code generation failed: test")
+
+
+def test_failing_codegen_warns_and_uses_the_execution_engine(fresh, monkeypatch, rng):
     monkeypatch.setenv("RLX_CODEGEN_JOBS", "2")
-    monkeypatch.setattr(native, "tool", lambda name: "/bin/false")
-    with pytest.warns(RuntimeWarning, match="parallel code generation failed"):
+    monkeypatch.setattr(native, "_object_code", failing_codegen)
+    with pytest.warns(RuntimeWarning, match="object code generation failed"):
         f = jit.compile(TEXT, entry="step")
     assert f.engine.native_code == "execution-engine"
     check_step(f, rng)

@@ -170,7 +170,7 @@ def test_a_damaged_entry_does_not_fail_a_new_process(tmp_path):
     assert run_script(script, RLX_CACHE_DIR=str(tmp_path)).returncode == 0
     entry(tmp_path)[0].write_text("{}")
     runs = [run_script(script, RLX_CACHE_DIR=str(tmp_path)) for _ in range(2)]
-    assert [r.stdout.split()[-1] for r in runs] == ["execution-engine", "cached-objects"], \
+    assert [r.stdout.split()[-1] for r in runs] == ["llvm", "cached-objects"], \
         runs[0].stderr
 
 
@@ -193,7 +193,7 @@ def test_objects_compiled_again_are_written_back(fresh, damage):
     jit.clear_memory_cache()
     again = compile_checked()
     assert "disk_cache_hit" in again.engine.timings
-    assert again.engine.native_code == "execution-engine"
+    assert again.engine.native_code == "llvm"
     assert entry(fresh)[1]["host"] == native.host_id()
     jit.clear_memory_cache()
     assert compile_checked().engine.native_code == "cached-objects"
@@ -234,7 +234,7 @@ def test_a_module_is_cut_into_at_most_one_part_per_function(fresh, monkeypatch):
     monkeypatch.setenv("RLX_CODEGEN_JOBS", str(native.MAX_JOBS))
     f = jit.compile(TEXT)
     definitions = native._cut_top_level(f.engine.llvm_text).definitions
-    assert f.engine.native_code == "parallel-llvm"
+    assert f.engine.native_code == "llvm"
     assert len(f.engine.objects) == len(definitions) == f.engine.timings["codegen_jobs"]
     np.testing.assert_array_equal(f(X, X)[0], 2 * X)
     x = np.linspace(-2, 2, 64, dtype=np.float32)
