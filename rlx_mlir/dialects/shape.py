@@ -639,13 +639,14 @@ OPS = [ReshapeOp, TransposeOp, ExpandOp, ConcatOp, NarrowOp, GatherOp, ScatterAd
 # reshape is tensor.collapse_shape / expand_shape (no copy), transpose linalg.transpose,
 # expand a broadcasting linalg.generic, concat tensor.concat (bufferizes in MLIR 22 to
 # copies into subviews of one buffer), narrow tensor.extract_slice, gather a parallel
-# generic over the output reading the table with tensor.extract at the clamped index,
+# generic over the output reading the table with tensor.extract at the clamped index (rows
+# of ROW_GATHER_MIN elements or more along axis 0: one row copy per index, over the threads),
 # scatter_add an scf.for over the index positions updating one slice per index
 # (O(updates) work, duplicates accumulate in index order like np.add.at).
 
 from typing import Any  # noqa: E402
 
-from xdsl.dialects import arith, scf  # noqa: E402
+from xdsl.dialects import arith, func, scf  # noqa: E402
 from xdsl.dialects import tensor as tensor_ops  # noqa: E402
 from xdsl.dialects.builtin import (  # noqa: E402
     ArrayAttr,
@@ -802,11 +803,22 @@ def _index_constant(e: Any, value: int) -> SSAValue:
     return e.emit(arith.ConstantOp(IntegerAttr(value, IndexType())))
 
 
+ROW_GATHER_MIN = 16
+"""Elements per table row from which a gather along axis 0 copies whole rows (a
+vectorized copy each, the index positions split over the threads) instead of running a
+scalar generic over the output. An embedding ``[32000, 512]`` by ``[8, 512]`` ids: 1.66 ->
+0.2 ms (torch 0.18, numpy 0.29)."""
+
+
 @LOWER.register(GatherOp)
 def _lower_gather(op: GatherOp, e: Any, table: SSAValue, indices: SSAValue) -> SSAValue:
-    """``out[a, i, b] = table[a, clamp(idx[i]), b]``: a parallel generic over the output."""
+    """``out[a, i, b] = table[a, clamp(idx[i]), b]``: a parallel generic over the output
+    (:func:`_gather_rows` for long rows along axis 0)."""
     table_shape = shape_of(table.type)
     axis = norm_axis(op.attr("axis", 0), len(table_shape))
+    row = math.prod(table_shape[axis + 1:])
+    if axis == 0 and row >= ROW_GATHER_MIN and isinstance(op.parent_op(), func.FuncOp):
+        return _gather_rows(e, table, indices, shape_of(op.result.type))
     count, out_type = len(shape_of(indices.type)), op.result.type
     rank, etype = len(shape_of(out_type)), out_type.element_type
     index_map = AffineMap(rank, 0, tuple(AffineExpr.dimension(axis + k) for k in range(count)))
@@ -821,6 +833,31 @@ def _lower_gather(op: GatherOp, e: Any, table: SSAValue, indices: SSAValue) -> S
     init = e.empty(shape_of(out_type), etype)
     return e.generic([indices], [init], [index_map, AffineMap.identity(rank)],
                      ["parallel"] * rank, body)
+
+
+def _gather_rows(e: Any, table: SSAValue, indices: SSAValue, out_shape: Sequence[int]
+                 ) -> SSAValue:
+    """``out[i] = table[clamp(idx[i])]`` one row at a time: an ``scf.forall`` over the
+    flattened index positions (a chunk per thread), each copying the row at its clamped
+    position into its place (bufferized: a contiguous copy between views).
+
+    >>> _gather_rows(e, table, ids, [8, 512, 512])   # doctest: +SKIP
+    """
+    from rlx_mlir.lowering import forall as F
+    from rlx_mlir.lowering.schedules import num_threads
+
+    table_shape, etype = shape_of(table.type), table.type.element_type  # type: ignore[attr-defined]
+    count, row = math.prod(shape_of(indices.type)), math.prod(table_shape[1:])
+    rows, positions = e.reshape(table, [table_shape[0], row]), e.reshape(indices, [count])
+
+    def copy_row(t: Any, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list]]:
+        raw = t.emit(tensor_ops.ExtractOp(positions, [ivs[0]], _etype(indices)))
+        at = _as_index(t, t.min(t.max(index_position(t, raw), 0), table_shape[0] - 1))
+        return [(F.slice_of(t, rows, [at, 0], [1, row]), [ivs[0], 0])]
+
+    out = F.chunked_forall(e, num_threads(), [count, 1], [e.empty([count, row], etype)],
+                           copy_row)[0]
+    return e.reshape(out, out_shape)
 
 
 def _slice_at(shape: Sequence[int], axis: int, position: SSAValue

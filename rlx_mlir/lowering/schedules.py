@@ -955,6 +955,7 @@ def apply_bufferize(module) -> None:
 
     _run_script(module, _BUFFERIZE)
     copy_repeated_results(module)
+    return_reshaped_buffers(module)
     fragments = []
     for op in ops_named(module, "linalg.copy"):
         shape = _memref_shape(op.operands[0])
@@ -998,6 +999,81 @@ def copy_repeated_results(module) -> int:
             ret.operands[i] = fresh
             copied += 1
     return copied
+
+
+_INVERSE_RESHAPE = {"memref.expand_shape": "memref.collapse_shape",
+                    "memref.collapse_shape": "memref.expand_shape"}
+
+
+def return_reshaped_buffers(module) -> int:
+    """A function result that is a reshaped view of a fresh buffer (``return
+    expand_shape(alloc)``) gets a buffer of the result's own shape, and the old buffer
+    becomes the inverse view of it, so ``buffer-results-to-out-params`` writes the result
+    in place instead of copying it out (an embedding's [4096, 512] row copies returned as
+    [8, 512, 512]: 0.45 -> 0.2 ms). Returns how many results changed."""
+    from mlir import ir
+
+    changed = 0
+    for ret in ops_named(module, "func.return"):
+        for i, value in enumerate(list(ret.operands)):
+            view = _reshape_of_fresh_buffer(value)
+            if view is None:
+                continue
+            buffer = view.operands[0].owner
+            with ir.Location.unknown(module.context), ir.InsertionPoint(buffer):
+                fresh = ir.Operation.create("memref.alloc", results=[value.type],
+                                            operands=[], attributes=_alloc_attributes(buffer))
+                inverse = ir.Operation.create(
+                    _INVERSE_RESHAPE[view.name], results=[buffer.results[0].type],
+                    operands=[fresh.result], attributes=_inverse_attributes(view, buffer))
+            buffer.results[0].replace_all_uses_with(inverse.result)
+            ret.operands[i] = fresh.result
+            view.erase()
+            buffer.erase()
+            changed += 1
+    return changed
+
+
+def _reshape_of_fresh_buffer(value):
+    """The ``memref.expand_shape`` / ``collapse_shape`` op making ``value`` when its only
+    use is one return operand and its source is a static ``memref.alloc`` with no other
+    reshape and no return among its uses; else None."""
+    from mlir import ir
+
+    view = value.owner if isinstance(value, ir.OpResult) else None
+    if view is None or view.name not in _INVERSE_RESHAPE or len(list(value.uses)) != 1:
+        return None
+    source = view.operands[0]
+    buffer = source.owner if isinstance(source, ir.OpResult) else None
+    if (buffer is None or buffer.name != "memref.alloc" or len(buffer.operands)
+            or not _identity_layout(ir.MemRefType(source.type))):
+        return None
+    others = [use.owner for use in source.uses if use.owner != view]
+    if any(o.name in ("func.return", *_INVERSE_RESHAPE) for o in others):
+        return None
+    return view
+
+
+def _identity_layout(memref_type) -> bool:
+    from mlir import ir
+
+    identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(memref_type.rank))
+    return memref_type.layout == identity
+
+
+def _alloc_attributes(buffer) -> dict:
+    return {name: buffer.attributes[name] for name in ("alignment",) if name in buffer.attributes}
+
+
+def _inverse_attributes(view, buffer) -> dict:
+    """``reassociation`` as it was (and, for an expand, the source's static shape)."""
+    from mlir import ir
+
+    attributes = {"reassociation": view.attributes["reassociation"]}
+    if view.name == "memref.collapse_shape":
+        shape = ir.MemRefType(buffer.results[0].type).shape
+        attributes["static_output_shape"] = ir.DenseI64ArrayAttr.get(shape)
+    return attributes
 
 
 MEMPLAN = ("func.func(buffer-hoisting,buffer-loop-hoisting,"

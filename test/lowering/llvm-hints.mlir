@@ -16,12 +16,12 @@ func.func @rows(%x: tensor<64x256xf32>, %y: tensor<64x256xf32>) -> tensor<64x256
   func.return %1 : tensor<64x256xf32>
 }
 
-// A row gather reads its rows through an index: scalar loops, left to LLVM.
+// A column gather reads each element through an index: scalar loops, left to LLVM.
 // CHECK-LABEL: define void @scalar_rows_kernel_{{[0-9]+}}(
 // CHECK-NOT: !llvm.loop
 // CHECK: ![[LOOP]] = distinct !{![[LOOP]], ![[NOUNROLL:[0-9]+]]}
 // CHECK: ![[NOUNROLL]] = !{!"llvm.loop.unroll.disable"}
-func.func @scalar_rows(%t: tensor<100x300xf32>, %i: tensor<64xi32>) -> tensor<64x300xf32> {
-  %0 = rlx.gather %t, %i {axis = 0 : i64} : (tensor<100x300xf32>, tensor<64xi32>) -> tensor<64x300xf32>
-  func.return %0 : tensor<64x300xf32>
+func.func @scalar_rows(%t: tensor<100x300xf32>, %i: tensor<64xi32>) -> tensor<100x64xf32> {
+  %0 = rlx.gather %t, %i {axis = 1 : i64} : (tensor<100x300xf32>, tensor<64xi32>) -> tensor<100x64xf32>
+  func.return %0 : tensor<100x64xf32>
 }

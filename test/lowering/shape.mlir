@@ -76,6 +76,27 @@ func.func @gather(%t: tensor<5x3xf32>, %ids: tensor<2x2xf32>) -> tensor<5x2x2xf3
   func.return %0 : tensor<5x2x2xf32>
 }
 
+// gather on axis 0 of rows of 16 elements ([6, 2, 8]) by [3] i64 ids: the rows are copied
+// whole, a forall over the index positions each reading its id, clamping it to [0, 5] and
+// slicing that row of the [6, 16] table into its place of the [3, 16] result.
+// CHECK-LABEL: func.func @gather_rows
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %{{.*}} output_shape [6, 16] : tensor<96xf32> into tensor<6x16xf32>
+// CHECK: "scf.forall"
+// CHECK-SAME: staticUpperBound = array<i64: 3, 1>
+// CHECK-NEXT: ^{{.*}}(%[[I:.*]]: index, %{{.*}}: index, %[[OUT:.*]]: tensor<3x16xf32>):
+// CHECK-NEXT: %[[ID:.*]] = tensor.extract %ids[%[[I]]] : tensor<3xi64>
+// CHECK: arith.maxsi %[[ID]]
+// CHECK: %[[HI:.*]] = arith.constant 5 : i64
+// CHECK-NEXT: %[[AT:.*]] = arith.minsi %{{.*}}, %[[HI]] : i64
+// CHECK-NEXT: %[[ROW:.*]] = arith.index_cast %[[AT]] : i64 to index
+// CHECK-NEXT: %[[TILE:.*]] = tensor.extract_slice %[[ROWS]][%[[ROW]], 0] [1, 16] [1, 1]
+// CHECK: "tensor.parallel_insert_slice"(%[[TILE]], %[[OUT]], %[[I]])
+// CHECK: tensor.expand_shape %{{.*}} output_shape [3, 2, 8] : tensor<48xf32> into tensor<3x2x8xf32>
+func.func @gather_rows(%t: tensor<6x2x8xf32>, %ids: tensor<3xi64>) -> tensor<3x2x8xf32> {
+  %0 = rlx.gather %t, %ids {axis = 0 : i64} : (tensor<6x2x8xf32>, tensor<3xi64>) -> tensor<3x2x8xf32>
+  func.return %0 : tensor<3x2x8xf32>
+}
+
 // scatter_add: zero fill, then an scf.for over the 4 index positions carrying the
 // accumulator; each step checks 0 <= idx < 6, and adds the updates row into the
 // accumulator row (selected only when valid) in place with extract/insert_slice.
