@@ -157,9 +157,10 @@ def test_gather_clamps_every_index_dtype(index_dtype, rng):
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 def test_gather_of_long_rows_copies_them(index_dtype, rng):
-    """Rows of ROW_GATHER_MIN elements or more along axis 0 are copied whole (one forall
-    over the index positions): every table dtype, rank-0/1/2 indices, an odd count, edge
-    indices (negative, past the end, NaN for floats), results returned reshaped."""
+    """Rows of ROW_GATHER_MIN elements or more are copied whole (one forall over the lead
+    and index positions): every table dtype, rank-0/1/2 indices, odd counts, lead dims
+    before the axis, edge indices (negative, past the end, NaN for floats), results
+    returned reshaped."""
     from rlx_mlir.dialects.shape import ROW_GATHER_MIN
 
     b = rlx.Builder("f")
@@ -174,6 +175,11 @@ def test_gather_of_long_rows_copies_them(index_dtype, rng):
         args.append(data((6, 2, ROW_GATHER_MIN // 2), dtype, rng))
         outs += [b.gather(table, ids), b.gather(table, point), b.gather(table, three),
                  b.gather(table, grid)]
+    for shape in ((3, 6, ROW_GATHER_MIN), (4, 6, 2, ROW_GATHER_MIN // 2)):  # lead dims
+        table = b.input(f"lead_{len(shape)}", shape, "f32")
+        args.append(data(shape, "f32", rng))
+        outs += [b.gather(table, ids, axis=1), b.gather(table, grid, axis=1),
+                 b.gather(table, point, axis=1)]
     b.ret(*outs)
     assert_jit_matches(b.module, *args)
 
