@@ -641,20 +641,23 @@ def _lower_conv2d(op: Conv2dOp, e: Any, x: SSAValue, w: SSAValue,
 
 
 PER_IMAGE_MIN_FLOPS = 1 << 27
-"""A dense conv (one group) from this many flops, in a function body, runs one image per
-iteration of a parallel loop: that image's im2col patches stay in cache between the copy
-and the packed matmul reading them, and the ``[O, Ho*Wo]`` product is the image's NCHW
-output (no transpose). ``bench/conv_ops.py --groups 1`` (32x64x56x56, 3x3, 2 threads):
-forward 37 -> 27 ms (torch 19). Its stride-1 input gradient and its weight gradient take
-the same form (``rlx_mlir.dialects.backward.conv``): d/dx 65 -> 41 ms (torch 38), d/dw 79
--> 39 ms (torch 39), each with the forward."""
+"""A conv from this many flops, in a function body, runs one image per iteration of a
+parallel loop: that image's im2col patches stay in cache between the copy and the matmul
+per group reading them, and the ``[O, Ho*Wo]`` product is the image's NCHW output (no
+transpose). ``bench/conv_ops.py`` (32x64x56x56, 3x3, 2 threads): dense forward 37 -> 27
+ms (torch 19), 2 groups 32 -> 15 ms (torch 10), 8 groups 20 -> 5.9 ms (torch 6.6). Its
+stride-1 input gradient and its weight gradient take the same form
+(``rlx_mlir.dialects.backward.conv``): dense d/dx 65 -> 41 ms (torch 38), d/dw 79 -> 39
+ms (torch 39), 2 groups d/dx 67 -> 31, d/dw 45 -> 26 (torch 26, 27), each with the
+forward."""
 
 
 def per_image_form(op: RlxOp, grouped_shape: Sequence[int], w_shape: Sequence[int],
                    packed_only: bool = True) -> bool:
-    """A dense conv in a function body of :data:`PER_IMAGE_MIN_FLOPS` or more whose
-    per-image product is, with ``packed_only``, big enough for the packed matmul schedule
-    (``schedules.NESTED_UNPACKED_MAX``). The forward takes smaller products too (the
+    """A conv (``grouped_shape`` ``(N, G, O per group, Ho, Wo)``; ``w_shape[1:]`` the taps
+    each output reduces over) in a function body of :data:`PER_IMAGE_MIN_FLOPS` or more
+    whose per-image product is, with ``packed_only``, big enough for the packed matmul
+    schedule (``schedules.NESTED_UNPACKED_MAX``). The forward takes smaller products too (the
     unpacked schedule on in-cache patches): 32x64x56x56 3x3 at stride 2, forward 14.8 ->
     6.5 ms (torch 6.0-7.5); the gradients measured slower on some such shapes."""
     from rlx_mlir.lowering.schedules import NESTED_UNPACKED_MAX
@@ -662,8 +665,8 @@ def per_image_form(op: RlxOp, grouped_shape: Sequence[int], w_shape: Sequence[in
     n, g, o, ho, wo = grouped_shape
     taps = int(np.prod(w_shape[1:]))
     packed = o * taps + taps * ho * wo > NESTED_UNPACKED_MAX
-    return (g == 1 and n > 1 and (packed or not packed_only)
-            and 2 * n * o * ho * wo * taps >= PER_IMAGE_MIN_FLOPS
+    return (n > 1 and (packed or not packed_only)
+            and 2 * n * g * o * ho * wo * taps >= PER_IMAGE_MIN_FLOPS
             and isinstance(op.parent_op(), func.FuncOp))
 
 
@@ -697,7 +700,8 @@ def per_image_conv(e: Any, x: SSAValue, w: SSAValue, bias: SSAValue | None,
     image = [1, *out_shape[1:]]
 
     def one(t: Any, n: SSAValue) -> SSAValue:
-        xp = split_dim(t, pad_hw(t, image_of(t, x, n), cfg.padding, cfg.padding, 0.0), 1, 1)
+        xp = split_dim(t, pad_hw(t, image_of(t, x, n), cfg.padding, cfg.padding, 0.0), 1,
+                       cfg.groups)
         init = (t.fill(0.0, image, dtype) if bias is None
                 else grouped_bias_init(t, bias, image))
         return grouped_correlation(t, xp, w, init, cfg.stride, cfg.dilation)

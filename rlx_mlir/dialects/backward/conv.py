@@ -526,15 +526,17 @@ def _lower_conv2d_backward_input(op: Conv2dBackwardInputOp, e: Any, dy: SSAValue
     cfg = conv2d_config(op.py_attrs())
     out_shape = tuple(shape_of(op.result.type))
     c_out, c_in = shape_of(w.type)[:2]
-    as_correlation = (out_shape[0], cfg.groups, out_shape[1], *out_shape[2:])
-    if cfg.stride == (1, 1) and per_image_form(op, as_correlation,
-                                               (c_in, c_out, *shape_of(w.type)[2:])):
+    g = cfg.groups
+    as_correlation = (out_shape[0], g, out_shape[1] // g, *out_shape[2:])
+    by_image = per_image_form(op, as_correlation, (c_in, c_out // g, *shape_of(w.type)[2:]),
+                              packed_only=g == 1)
+    spread = cfg.stride == (1, 1) or (direct_form(c_out // g, g) and not by_image)
+    gradient = input_gradient_spread if spread else input_gradient_by_phases
+    if by_image:
         dtype = dy.type.element_type  # type: ignore[attr-defined]
-        return per_image(e, out_shape, dtype, lambda t, n: input_gradient_spread(
+        return per_image(e, out_shape, dtype, lambda t, n: gradient(
             t, image_of(t, dy, n), w, cfg, (1, *out_shape[1:])))
-    if cfg.stride == (1, 1) or direct_form(c_out // cfg.groups, cfg.groups):
-        return input_gradient_spread(e, dy, w, cfg, out_shape)
-    return input_gradient_by_phases(e, dy, w, cfg, out_shape)
+    return gradient(e, dy, w, cfg, out_shape)
 
 
 def input_gradient_spread(e: Any, dy: SSAValue, w: SSAValue, cfg: Conv2dConfig,
@@ -610,7 +612,8 @@ def _lower_conv2d_backward_weight(op: Conv2dBackwardWeightOp, e: Any, x: SSAValu
     c_out, c_per_group, kh, kw = shape_of(op.result.type)
     g = cfg.groups
     n, o, ho, wo = shape_of(dy.type)
-    if o <= ho * wo and per_image_form(op, (n, g, o, ho, wo), shape_of(op.result.type)):
+    if o <= ho * wo and per_image_form(op, (n, g, o // g, ho, wo), shape_of(op.result.type),
+                                       packed_only=g == 1):
         return per_image_weight_gradient(e, x, dy, shape_of(op.result.type), cfg)
     xp = split_dim(e, pad_hw(e, x, cfg.padding, cfg.padding, 0.0), 1, g)
     init = e.fill(0.0, (g, c_out // g, c_per_group, kh, kw), x.type.element_type)  # type: ignore[attr-defined]
@@ -628,27 +631,29 @@ take :func:`direct_weight_gradient`, which sweeps each image's planes once per p
 
 def per_image_weight_gradient(e: Any, x: SSAValue, dy: SSAValue, w_shape: Sequence[int],
                               cfg: Conv2dConfig) -> SSAValue:
-    """A dense weight gradient one image at a time (:func:`per_image`, as the forward):
-    each image's ``dy[n] @ patches(x[n])^T`` (:func:`im2col_weight_gradient` of one image,
-    whose patches stay in cache) goes to its row of a ``[N, O, C, KH, KW]`` tensor, then
-    the rows are summed. Over the whole batch the patches went to memory and back.
-    (Summed in a loop-carried accumulator instead, one-shot bufferization saw a
+    """A weight gradient one image at a time (:func:`per_image`, as the forward): each
+    image's ``dy[n] @ patches(x[n])^T`` per group (:func:`im2col_weight_gradient` of one
+    image, whose patches stay in cache) goes to its row of a ``[N, G, O/G, C, KH, KW]``
+    tensor, then the rows are summed. Over the whole batch the patches went to memory and
+    back. (Summed in a loop-carried accumulator instead, one-shot bufferization saw a
     read-after-write conflict on it.) Taken when ``O <= Ho*Wo``: the rows are then no
     bigger than the whole batch's patches."""
     dtype = x.type.element_type  # type: ignore[attr-defined]
-    grouped = [1, 1, *w_shape]  # one image, one group
+    g = cfg.groups
+    grouped = [1, g, w_shape[0] // g, *w_shape[1:]]  # one image
 
     def one(t: Any, n: SSAValue) -> SSAValue:
-        xp = split_dim(t, pad_hw(t, image_of(t, x, n), cfg.padding, cfg.padding, 0.0), 1, 1)
-        dw = im2col_weight_gradient(t, xp, split_dim(t, image_of(t, dy, n), 1, 1),
+        xp = split_dim(t, pad_hw(t, image_of(t, x, n), cfg.padding, cfg.padding, 0.0), 1, g)
+        dw = im2col_weight_gradient(t, xp, split_dim(t, image_of(t, dy, n), 1, g),
                                     t.fill(0.0, grouped[1:], dtype), cfg)
         return t.reshape(dw, grouped)
 
     rows = per_image(e, [shape_of(x.type)[0], *grouped[1:]], dtype, one)
     dims = affine_dims(6)
-    return e.generic([rows], [e.fill(0.0, list(w_shape), dtype)],
-                     [affine_map(6, dims), affine_map(6, dims[2:])],
-                     [REDUCTION] * 2 + [PARALLEL] * 4, lambda s, v, acc: s.add(acc, v))
+    summed = e.generic([rows], [e.fill(0.0, grouped[1:], dtype)],
+                       [affine_map(6, dims), affine_map(6, dims[1:])],
+                       [REDUCTION] + [PARALLEL] * 5, lambda s, v, acc: s.add(acc, v))
+    return merge_dims(e, summed, 0)
 
 
 def im2col_weight_gradient(e: Any, xp: SSAValue, dy: SSAValue, init: SSAValue,
