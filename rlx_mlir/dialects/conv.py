@@ -652,6 +652,16 @@ ms (torch 39), 2 groups d/dx 67 -> 31, d/dw 45 -> 26 (torch 26, 27), each with t
 forward."""
 
 
+STRIDED_PER_IMAGE_MIN_FLOPS = 1 << 18
+"""The per-image threshold of strided convs: their direct form reads strided rows, which
+LLVM does not vectorize, and im2col over the whole batch sends the patches to memory.
+3x3 at stride 2, 2 threads, with the forward in d/dx: depthwise ``32x64x56x56`` forward
+2.9 -> 2.3 ms (torch 1.9-2.1), d/dx 10.2 -> 7.5 ms (torch 6.2-6.5); depthwise
+``8x128x28x28`` 0.61 -> 0.24 ms (torch 0.13), d/dx 1.0 -> 0.58 (torch 0.4); dense
+``8x32x32x32`` 0.59 -> 0.26 ms (torch 0.15), d/dx 1.13 -> 0.71 (torch 0.47); 32 groups of
+``16x32x64x64`` 1.08 -> 0.56 ms (torch 0.35)."""
+
+
 def per_image_form(op: RlxOp, grouped_shape: Sequence[int], w_shape: Sequence[int],
                    packed_only: bool = True) -> bool:
     """A conv (``grouped_shape`` ``(N, G, O per group, Ho, Wo)``; ``w_shape[1:]`` the taps
@@ -665,8 +675,10 @@ def per_image_form(op: RlxOp, grouped_shape: Sequence[int], w_shape: Sequence[in
     n, g, o, ho, wo = grouped_shape
     taps = int(np.prod(w_shape[1:]))
     packed = o * taps + taps * ho * wo > NESTED_UNPACKED_MAX
+    strided = conv2d_config(op.py_attrs()).stride != (1, 1)
     return (n > 1 and (packed or not packed_only)
-            and 2 * n * g * o * ho * wo * taps >= PER_IMAGE_MIN_FLOPS
+            and 2 * n * g * o * ho * wo * taps >= (
+                STRIDED_PER_IMAGE_MIN_FLOPS if strided else PER_IMAGE_MIN_FLOPS)
             and isinstance(op.parent_op(), func.FuncOp))
 
 

@@ -746,6 +746,29 @@ def test_big_grouped_conv_and_its_gradients_run_one_image_at_a_time(groups, stri
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("groups,channels", [(32, 32), (1, 8)])
+def test_small_strided_convs_run_one_image_at_a_time(groups, channels, rng):
+    """A strided conv from STRIDED_PER_IMAGE_MIN_FLOPS (here a depthwise and a dense one
+    of about 2^19 flops at stride 2) takes the per-image form, forward and input gradient
+    (by phases); values against torch."""
+    import torch
+
+    from rlx_mlir.dialects.conv import STRIDED_PER_IMAGE_MIN_FLOPS
+
+    x = rng.standard_normal((8, channels, 16, 16)).astype(np.float32)
+    w = (rng.standard_normal((channels, channels // groups, 3, 3)) * 0.3).astype(np.float32)
+    assert 2 * 8 * channels * 8 * 8 * (channels // groups) * 9 >= STRIDED_PER_IMAGE_MIN_FLOPS
+    kw = dict(padding=(1, 1), stride=(2, 2), groups=groups)
+    dx = rlx.grad(lambda x, w: (rlx.nn.conv2d(x, w, **kw) ** 2).sum())
+    assert stage_texts(rlx.trace(dx, (x, w)).module)["contractions"].count("scf.forall") >= 2
+    tx = torch.tensor(x, requires_grad=True)
+    y = torch.nn.functional.conv2d(tx, torch.tensor(w), **kw)
+    np.testing.assert_allclose(rlx.jit(lambda x, w: rlx.nn.conv2d(x, w, **kw))(x, w),
+                               y.detach().numpy(), rtol=1e-4, atol=1e-4)
+    want = torch.autograd.grad((y ** 2).sum(), tx)[0].numpy()
+    np.testing.assert_allclose(rlx.jit(dx)(x, w), want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("width", [513, 999, 1000, 1001])
 @pytest.mark.parametrize("axis", [-1, 0])
 def test_rows_with_no_whole_vector_width_are_split_and_vectorized(width, axis, rng):
