@@ -633,6 +633,12 @@ class Builder:
             has_vjp=True if vjp is not None else None, has_jvp=True if jvp is not None else None)
 
     def constant(self, value: np.ndarray | float, dtype: str | None = None) -> Tensor:
+        if dtype and np.iscomplexobj(value) and not np.iscomplexobj(
+                np.empty(0, NUMPY_DTYPES[dtype])):
+            shown = repr(np.asarray(value).tolist())[:60]
+            raise RlxError(f"cannot use the complex constant {shown} as {dtype}: its "
+                           "imaginary part would be lost (rlx does not promote real "
+                           "tensors to complex)", loc=loc_from_attr(_user_location()))
         array = np.asarray(value, dtype=NUMPY_DTYPES[dtype] if dtype else None)
         if array.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
             array = array.astype(np.float32)
@@ -684,7 +690,11 @@ def innermost(*operands: Any) -> Builder:
     inside it goes into the closure's trace, which captures ``a``); ties go to the first."""
     builders = [o.builder for o in operands if isinstance(o, Tensor)]
     if not builders:
-        raise RlxError("expected at least one traced tensor operand",
+        kinds = ", ".join(sorted({type(o).__name__ for o in operands}))
+        raise RlxError(f"expected at least one tensor operand (a traced Tensor; outside a "
+                       f"trace rlx.nn also takes numpy arrays), got {kinds}"
+                       + (" (convert lists with np.asarray(..., np.float32))"
+                          if "list" in kinds or "tuple" in kinds else ""),
                        loc=loc_from_attr(_user_location()))
     return max(builders, key=nesting_depth)
 
@@ -696,9 +706,9 @@ def _dtype_name(dtype: Any) -> str:
     try:
         wanted = np.dtype(dtype)
     except TypeError:
-        wanted = None
+        wanted = None  # not a dtype (np.dtype(None) would be float64)
     for name, numpy_dtype in NUMPY_DTYPES.items():
-        if numpy_dtype == wanted:
+        if wanted is not None and numpy_dtype == wanted:
             return name
     raise RlxError(f"unsupported dtype {dtype!r} (expected one of "
                    f"{', '.join(NUMPY_DTYPES)} or the numpy equivalent)",
@@ -819,7 +829,9 @@ def _float_divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     div = _div(a - mod, b)
     fix = _sign_differs(mod, b)
     signed_zero = _where(b < 0, a._lift(-0.0), 0.0)  # numpy: copysign(0, b)
-    mod = _where(fix, mod + b, _where(mod == 0, signed_zero, mod))
+    # at 0, that zero with mod's gradient (JAX's): sg(mod) - mod is +0, and -0 - +0 is -0
+    exact_zero = signed_zero - (mod.builder.stop_gradient(mod) - mod)
+    mod = _where(fix, mod + b, _where(mod == 0, exact_zero, mod))
     div = _where(fix, div - 1.0, div)
     floor = _floor(div)
     floor = _where(div - floor > 0.5, floor + 1.0, floor)

@@ -454,7 +454,12 @@ class Transformed:
         key = _signature(args)
         if key not in self._cache or not _visible(self._cache[key][0]):
             traced = self._trace(args)
-            entry, finish = self.transform(traced, args)
+            try:
+                entry, finish = self.transform(traced, args)
+            except RlxError as e:  # from the IR transformation: point at the user's call
+                if e.loc is None:
+                    e.loc = loc_from_attr(_user_location())
+                raise
             self._cache[key] = (traced, entry, finish, None)
         return self._cache[key]
 

@@ -285,3 +285,37 @@ def test_tensor_misuse_is_a_located_error():
 def test_a_list_operand_of_an_nn_function_is_a_located_error():
     raises_at_call(r"expected a tensor or numpy array operand, got list \[1.0\] \(convert it",
                    lambda: rlx.jit(lambda a: rlx.nn.concat([a, [1.0]]))(np.ones(3, np.float32)))
+
+
+# ---------------------------------------------------------------- constants and dtypes
+
+
+X2 = np.array([1.0, 2.0], np.float32)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: a * (1 + 2j), lambda a: a * np.complex64(1j), lambda a: a + np.array([1j, 2j]),
+    lambda a: rlx.nn.where(a > 1, a, 1j)])
+def test_a_complex_constant_with_a_real_tensor_is_an_error_not_its_real_part(fn):
+    """Cast to f32 it lost its imaginary part silently (``a * (1+2j)`` gave ``a``); the
+    error points at the user's line (in the parametrize list above)."""
+    with pytest.raises(RlxError, match="complex constant .* imaginary part would be lost") as e:
+        rlx.jit(fn)(X2)
+    assert str(e.value).startswith(f"{__file__}:{fn.__code__.co_firstlineno}:"), str(e.value)
+
+
+@pytest.mark.parametrize("name", ["flaot32", "int33"])
+def test_astype_of_an_unknown_dtype_name_is_an_error(name):
+    """It cast to f64 (numpy's dtype of None)."""
+    raises_at_call(f"unsupported dtype '{name}'", lambda: rlx.jit(lambda a: a.astype(name))(X2))
+
+
+def test_nn_on_a_list_says_to_pass_an_array():
+    raises_at_call(r"at least one tensor operand .*got list .*np\.asarray",
+                   lambda: rlx.nn.softmax([1.0, 2.0]))
+
+
+def test_grad_of_an_integer_leaf_is_located_at_the_call():
+    """The IR transformation's error gets the user's line (it had none)."""
+    raises_at_call("cannot differentiate with respect to '\\[0\\].n'",
+                   lambda: rlx.grad(lambda p: p["a"].sum())({"a": X2, "n": np.int32(3)}))

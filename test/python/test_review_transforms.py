@@ -460,6 +460,18 @@ def test_gradients_of_broadcast_operands_are_summed_back(op):
         check(rlx.grad(lambda x, y: rlx.nn.sin(ours(x, y)).sum(), argnums=(0, 1)), want, x, y)
 
 
+def test_mod_gradient_at_exact_multiples_is_jax_s():
+    """Where ``a % b`` is exactly 0 (a = 0 included) its value is numpy's signed zero and
+    its gradient JAX's (1 for ``a``, ``-a / b`` for ``b``), not 0; forward mode too."""
+    a = np.array([0.0, 1.5, -0.75, 3.0, 0.5, -1.5])
+    b = np.array([0.75, 0.75, 0.75, -0.75, -0.75, -0.75])
+    want = jax.grad(lambda a, b: (a % b).sum(), argnums=(0, 1))(a, b)
+    check(rlx.grad(lambda a, b: (a % b).sum(), argnums=(0, 1)), want, a, b)
+    value, tangent = rlx.jvp(lambda a: a % 0.75, (a,), (np.ones_like(a),))
+    np.testing.assert_array_equal(tangent, np.ones_like(a))
+    np.testing.assert_array_equal(np.signbit(value), np.signbit(np.mod(a, 0.75)))
+
+
 def test_embedding_gradient_follows_the_clamped_forward():
     """Negative ids count from the end and out-of-range ids are clamped (docs/api.md); the
     gradient goes to the row the forward read (central differences; JAX drops it)."""
