@@ -16,7 +16,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
-from rlx_mlir import ir, nn
+from rlx_mlir import ir, linalg, nn
 from rlx_mlir.builder import Builder, Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
 from rlx_mlir.frontend import (
@@ -79,7 +79,7 @@ def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
 
 __all__ = [
     "Builder", "RlxError", "Tensor", "compile", "cond", "fori_loop", "grad", "grad_with_loss",
-    "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "nn", "parse", "scan", "to_text", "trace", "value_and_grad",
+    "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "linalg", "nn", "parse", "scan", "to_text", "trace", "value_and_grad",
     "verify", "view", "vmap", "while_loop",
 ]
 __version__ = "0.1.0"

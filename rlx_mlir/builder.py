@@ -377,6 +377,60 @@ class Tensor:
 
         return argmin(self, axis, keepdims)
 
+    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
+        """numpy's ``var`` (``ddof=1``: the unbiased estimate); integers average as f32."""
+        x = self.astype("f32") if self.dtype not in ("f32", "f64") else self
+        centred = x - x.mean(axis, keepdims=True)
+        count = int(np.prod([x.shape[a] for a in _axes_of(axis, x.ndim)]))
+        return (centred * centred).sum(axis, keepdims=keepdims) / float(max(count - ddof, 0))
+
+    def std(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
+        """numpy's ``std``: the square root of :meth:`var`."""
+        return self.builder.sqrt(self.var(axis, keepdims, ddof))
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        """numpy's ``any``: whether some element along ``axis`` is nonzero (bool)."""
+        return self._truth().max(axis, keepdims=keepdims) > 0
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        """numpy's ``all``: whether every element along ``axis`` is nonzero (bool)."""
+        return self._truth().min(axis, keepdims=keepdims) > 0
+
+    def _truth(self) -> Tensor:
+        return (self if self.dtype == "i1" else self != 0).astype("i32")
+
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 (numpy's names)
+        """numpy's ``clip`` (``rlx.nn.clip``)."""
+        from rlx_mlir.nn import clip
+
+        return clip(self, min, max)
+
+    def squeeze(self, axis: int | Sequence[int] | None = None) -> Tensor:
+        """numpy's ``squeeze``: size-1 axes (all of them, or ``axis``) removed."""
+        axes = ([a for a, n in enumerate(self.shape) if n == 1] if axis is None
+                else _axes_of(axis, self.ndim))
+        for a in axes:
+            if self.shape[a] != 1:
+                raise RlxError(f"squeeze: axis {a} has size {self.shape[a]}, not 1",
+                               loc=loc_from_attr(_user_location()))
+        return self.reshape([n for a, n in enumerate(self.shape) if a not in axes])
+
+    def ravel(self) -> Tensor:
+        """The elements in one axis (row-major)."""
+        return self.reshape(-1)
+
+    flatten = ravel
+
+    def swapaxes(self, axis1: int, axis2: int) -> Tensor:
+        """numpy's ``swapaxes``."""
+        perm = list(range(self.ndim))
+        a, b = _axes_of((axis1, axis2), self.ndim)
+        perm[a], perm[b] = perm[b], perm[a]
+        return self.transpose(perm)
+
+    def __pos__(self) -> Tensor:
+        return self
+
     def __getitem__(self, index: Any) -> Tensor:
         """Integers and unit-step slices (``narrow``), ``None`` (new axis), ``...``, and
         an integer Tensor or numpy integer array on the leading axis (``gather``)."""
@@ -735,6 +789,17 @@ def _as_float(x: Tensor) -> Tensor:
 _REDUCE_INPUT: dict[str, Callable[[Tensor], Tensor]] = {
     "sum": _count_bools, "prod": _count_bools, "mean": _as_float,
 }
+
+
+def _axes_of(axis: Any, ndim: int) -> list[int]:
+    """``axis`` (None: all, an int, or a sequence) as a list of axes in ``[0, ndim)``."""
+    axes = range(ndim) if axis is None else [axis] if isinstance(axis, (int, np.integer)) \
+        else list(axis)
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or not -ndim <= a < max(ndim, 1):
+            raise RlxError(f"axis {a!r} is out of range for rank {ndim}",
+                           loc=loc_from_attr(_user_location()))
+    return [int(a) % max(ndim, 1) for a in axes]
 
 
 def _reduce_input(x: Tensor, kind: str, options: dict[str, Any]) -> Tensor:

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rlx_mlir.builder import Builder, Tensor, _user_location, innermost
+from rlx_mlir.builder import Builder, Tensor, _floor, _user_location, innermost
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
+from rlx_mlir.dialects.base import NUMPY_DTYPES as _NUMPY_OF
 
 
 def _b(*xs: Tensor | None) -> Builder:
@@ -78,6 +79,51 @@ def sin(x: Tensor) -> Tensor:
 
 def cos(x: Tensor) -> Tensor:
     return _b(x).cos(x)
+
+
+def tan(x: Tensor) -> Tensor:
+    return _b(x).tan(x)
+
+
+def arctan(x: Tensor) -> Tensor:
+    return _b(x).atan(x)
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    """``1 / sqrt(x)``."""
+    return _b(x).rsqrt(x)
+
+
+def log1p(x: Tensor) -> Tensor:
+    """``log(1 + x)``, accurate for small ``x`` (where ``log(1.0 + x)`` loses its digits).
+
+    >>> rlx.nn.log1p(np.float32(1e-10))                     # doctest: +SKIP
+    """
+    return _log1p(x)
+
+
+def floor(x: Tensor) -> Tensor:
+    """The largest integer ``<= x`` (integers as they are); a zero gradient, as JAX's."""
+    return _floor(x) if x.dtype in ("f32", "f64") else x
+
+
+def ceil(x: Tensor) -> Tensor:
+    """The smallest integer ``>= x``; a zero gradient."""
+    return -_floor(-x) if x.dtype in ("f32", "f64") else x
+
+
+def sign(x: Tensor) -> Tensor:
+    """-1, 0 or 1 in ``x``'s dtype (NaN stays NaN); a zero gradient, as JAX's."""
+    signs = where(x > 0, 1, where(x < 0, -1, x * 0))
+    return stop_gradient(signs)
+
+
+def clip(x: Tensor, lower: Tensor | float | None = None,
+         upper: Tensor | float | None = None) -> Tensor:
+    """``np.clip``: ``min(max(x, lower), upper)`` (either bound may be None)."""
+    if lower is not None:
+        x = maximum(x, lower)
+    return x if upper is None else minimum(x, upper)
 
 
 def _log1p(u: Tensor) -> Tensor:
@@ -249,6 +295,83 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
         return x if floats_into_ints else like._lift(x)
 
     return b.concat(*(lifted(x) for x in xs), axis=axis)
+
+
+def stack(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """``xs`` (tensors of one shape) stacked along a new ``axis`` (numpy's ``stack``)."""
+    xs = list(xs)
+    if not xs:
+        raise RlxError("stack: expected at least one tensor",
+                       loc=loc_from_attr(_user_location()))
+    like = next((x for x in xs if isinstance(x, Tensor)), None)
+    ndim = (like.ndim if like is not None else np.ndim(xs[0])) + 1
+    if not -ndim <= axis < ndim:
+        raise RlxError(f"stack: axis {axis} is out of range for {ndim - 1}-d tensors",
+                       loc=loc_from_attr(_user_location()))
+    axis %= ndim
+    return concat([_with_unit_axis(x, axis) for x in xs], axis=axis)
+
+
+def _with_unit_axis(x, axis: int):
+    shape = list(np.shape(x) if not isinstance(x, Tensor) else x.shape)
+    shape.insert(axis, 1)
+    return x.reshape(shape) if isinstance(x, Tensor) else np.reshape(x, shape)
+
+
+def flip(x: Tensor, axis: int | Sequence[int] | None = None) -> Tensor:
+    """``x`` reversed along ``axis`` (every axis when None), as ``np.flip``."""
+    axes = range(x.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+    index = [slice(None)] * x.ndim
+    for a in axes:
+        index[_axis(a, x.ndim, "flip")] = slice(None, None, -1)
+    return x[tuple(index)]
+
+
+def pad(x: Tensor, pad_width, constant_values: float = 0) -> Tensor:
+    """``np.pad(x, pad_width, constant_values=...)`` (constant mode): ``pad_width`` is
+    an int, a ``(before, after)`` pair, or one pair per axis."""
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    if (widths < 0).any():
+        raise RlxError(f"pad: widths must be >= 0, got {pad_width!r}",
+                       loc=loc_from_attr(_user_location()))
+    for a, (before, after) in enumerate(widths.tolist()):
+        parts = []
+        for width in (before, after):
+            shape = list(x.shape)
+            shape[a] = width
+            parts.append(np.full(shape, constant_values, _NUMPY_OF[x.dtype]) if width else None)
+        x = concat([p for p in (parts[0], x, parts[1]) if p is not None], axis=a)
+    return x
+
+
+def cumsum(x: Tensor, axis: int | None = None, exclusive: bool = False) -> Tensor:
+    """numpy's ``cumsum`` (``axis=None``: of the flattened tensor); ``exclusive`` sums
+    the elements before each position only (``y[0] = 0``)."""
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    return _b(x).cumsum(x, axis=_axis(axis, x.ndim, "cumsum"), exclusive=exclusive)
+
+
+def group_norm(x: Tensor, num_groups: int, gamma: Tensor | None = None,
+               beta: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """PyTorch's ``F.group_norm``: ``x [N, C, ...]``'s ``num_groups`` groups of channels
+    normalised per sample, then ``* gamma + beta`` per channel (ones and zeros when
+    None; numpy ones take x's dtype)."""
+    channels = x.shape[1] if x.ndim > 1 else 0
+    dtype = _NUMPY_OF[x.dtype]
+    gamma = np.ones(channels, dtype) if gamma is None else gamma
+    beta = np.zeros(channels, dtype) if beta is None else beta
+    gamma, beta = _like(x, gamma, beta)
+    return _b(x, gamma, beta).group_norm(x, gamma, beta, num_groups=num_groups, eps=eps)
+
+
+def solve(a: Tensor, b: Tensor) -> Tensor:
+    """``x`` with ``a @ x = b`` (``jnp.linalg.solve``): ``a [N, N]`` or a batch
+    ``[Bt, N, N]``, ``b`` one or ``K`` right-hand sides (``[..., N]`` or ``[..., N, K]``);
+    an exactly singular ``a`` gives NaN."""
+    a, b = _pair(a, b)
+    op = "batched_dense_solve" if a.ndim == 3 else "dense_solve"
+    return getattr(_b(a, b), op)(a, b)
 
 
 def stop_gradient(x: Tensor) -> Tensor:

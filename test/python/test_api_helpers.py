@@ -1,0 +1,113 @@
+"""numpy/JAX helpers of the traced API (``rlx.nn.stack`` ... ``rlx.linalg.solve``, Tensor
+``var``/``any``/``squeeze`` ...) against numpy, torch and JAX."""
+
+import jax
+import numpy as np
+import pytest
+import torch
+
+import rlx_mlir as rlx
+
+RNG = np.random.default_rng(11)
+X = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+XI = RNG.integers(-5, 5, (3, 4)).astype(np.int32)
+
+
+def close(got, want, tol=1e-5):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
+
+
+CASES = {
+    "stack": (lambda a: rlx.nn.stack([a, a * 2], axis=1), lambda a: np.stack([a, a * 2], 1)),
+    "stack last": (lambda a: rlx.nn.stack([a, a], axis=-1), lambda a: np.stack([a, a], -1)),
+    "flip": (lambda a: rlx.nn.flip(a, 1), lambda a: np.flip(a, 1)),
+    "flip all": (rlx.nn.flip, np.flip),
+    "pad": (lambda a: rlx.nn.pad(a, ((0, 1), (2, 0), (1, 1)), 3.0),
+            lambda a: np.pad(a, ((0, 1), (2, 0), (1, 1)), constant_values=3.0)),
+    "pad int": (lambda a: rlx.nn.pad(a, 1), lambda a: np.pad(a, 1)),
+    "cumsum": (lambda a: rlx.nn.cumsum(a, 1), lambda a: np.cumsum(a, 1)),
+    "cumsum flat": (rlx.nn.cumsum, np.cumsum),
+    "tan": (lambda a: rlx.nn.tan(a * 0.5), lambda a: np.tan(a * 0.5)),
+    "arctan": (rlx.nn.arctan, np.arctan),
+    "rsqrt": (lambda a: rlx.nn.rsqrt(abs(a) + 0.1), lambda a: 1 / np.sqrt(np.abs(a) + 0.1)),
+    "log1p": (lambda a: rlx.nn.log1p(abs(a) - 0.5), lambda a: np.log1p(np.abs(a) - 0.5)),
+    "floor": (rlx.nn.floor, np.floor),
+    "ceil": (rlx.nn.ceil, np.ceil),
+    "sign": (rlx.nn.sign, np.sign),
+    "clip": (lambda a: rlx.nn.clip(a, -0.5, 0.5), lambda a: np.clip(a, -0.5, 0.5)),
+    "clip method": (lambda a: a.clip(max=0.2), lambda a: np.clip(a, None, 0.2)),
+    "var": (lambda a: a.var(1), lambda a: a.var(1)),
+    "var ddof": (lambda a: a.var((0, 2), keepdims=True, ddof=1),
+                 lambda a: a.var((0, 2), keepdims=True, ddof=1)),
+    "std": (lambda a: a.std(), lambda a: a.std()),
+    "any": (lambda a: (a > 1).any(1), lambda a: (a > 1).any(1)),
+    "all": (lambda a: (a > -2).all(), lambda a: (a > -2).all()),
+    "any of floats": (lambda a: (a * (a > 1)).any(0), lambda a: (a * (a > 1)).any(0)),
+    "squeeze": (lambda a: a.reshape(3, 1, 4, 5, 1).squeeze(), lambda a: a),
+    "squeeze axis": (lambda a: a.reshape(3, 1, 20).squeeze(1), lambda a: a.reshape(3, 20)),
+    "ravel": (lambda a: a.ravel(), lambda a: a.ravel()),
+    "flatten": (lambda a: a.flatten(), lambda a: a.flatten()),
+    "swapaxes": (lambda a: a.swapaxes(0, -1), lambda a: a.swapaxes(0, -1)),
+    "unary plus": (lambda a: +a, lambda a: a),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_helpers_match_numpy(name):
+    ours, numpy_fn = CASES[name]
+    want = numpy_fn(X)
+    got = rlx.jit(ours)(X)
+    assert np.asarray(got).dtype == np.asarray(want).dtype or name in ("var", "std")
+    close(got, want)
+
+
+def test_integer_cumsum_and_eager_stack():
+    np.testing.assert_array_equal(rlx.jit(lambda a: rlx.nn.cumsum(a, 0))(XI), np.cumsum(XI, 0))
+    np.testing.assert_array_equal(rlx.nn.stack([XI, XI]), np.stack([XI, XI]))
+
+
+def test_log1p_keeps_tiny_arguments_and_its_gradient():
+    tiny = np.array([1e-10, -1e-10, 1e-30], np.float32)
+    close(rlx.jit(rlx.nn.log1p)(tiny), np.log1p(tiny.astype(np.float64)), 1e-6)
+    close(rlx.grad(lambda v: rlx.nn.log1p(v).sum())(X * 0.5), 1 / (1 + X * 0.5))
+
+
+def test_floor_ceil_sign_have_zero_gradients_var_jax_s():
+    for fn in (rlx.nn.floor, rlx.nn.ceil, rlx.nn.sign):
+        close(rlx.grad(lambda v, fn=fn: fn(v).sum())(X), np.zeros_like(X))
+    close(rlx.grad(lambda a: a.var(0).sum())(X), jax.grad(lambda a: a.var(0).sum())(X))
+
+
+@pytest.mark.parametrize("groups,affine", [(2, True), (4, False)])
+def test_group_norm_matches_torch(groups, affine):
+    gamma, beta = (RNG.standard_normal(4).astype(np.float32) for _ in range(2))
+    args = (gamma, beta) if affine else ()
+    want = torch.nn.functional.group_norm(torch.tensor(X), groups,
+                                          *(torch.tensor(a) for a in args)).numpy()
+    close(rlx.jit(lambda a: rlx.nn.group_norm(a, groups, *args))(X), want, 1e-4)
+
+
+def test_linalg_solve_single_batched_and_its_gradient():
+    a = RNG.standard_normal((4, 4)) + 4 * np.eye(4)
+    b = RNG.standard_normal((4, 2))
+    close(rlx.jit(rlx.linalg.solve)(a, b), np.linalg.solve(a, b), 1e-10)
+    a3, b3 = RNG.standard_normal((2, 4, 4)) + 4 * np.eye(4), RNG.standard_normal((2, 4))
+    close(rlx.jit(rlx.linalg.solve)(a3, b3), np.linalg.solve(a3, b3[..., None])[..., 0], 1e-10)
+    x = np.linalg.solve(a, b)
+    db = np.linalg.solve(a.T, 2 * x)  # d|x|^2/db = A^-T 2x, d/dA = -(A^-T 2x) x^T
+    want = (-db @ x.T, db)
+    got = rlx.grad(lambda a, b: (rlx.linalg.solve(a, b) ** 2).sum(), argnums=(0, 1))(a, b)
+    for g, w in zip(got, want, strict=True):
+        close(g, w, 1e-8)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: rlx.jit(lambda a: a.squeeze(0))(X), "squeeze: axis 0 has size 3, not 1"),
+    (lambda: rlx.jit(lambda a: rlx.nn.stack([a, a], axis=4))(X), "stack: axis 4 is out of range"),
+    (lambda: rlx.jit(lambda a: rlx.nn.pad(a, -1))(X), "pad: widths must be >= 0"),
+    (lambda: rlx.jit(lambda a: a.swapaxes(0, 3))(X), "axis 3 is out of range for rank 3"),
+])
+def test_bad_arguments_are_located_errors(call, message):
+    with pytest.raises(rlx.RlxError, match=message) as e:
+        call()
+    assert str(e.value).startswith(__file__), str(e.value)
