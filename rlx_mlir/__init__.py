@@ -21,6 +21,7 @@ from rlx_mlir.builder import Builder, Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
 from rlx_mlir.frontend import (
     cond,
+    custom_vjp,
     fori_loop,
     grad,
     hessian,
@@ -78,7 +79,7 @@ def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 __all__ = [
-    "Builder", "RlxError", "Tensor", "compile", "cond", "fori_loop", "grad", "grad_with_loss",
+    "Builder", "RlxError", "Tensor", "compile", "cond", "custom_vjp", "fori_loop", "grad", "grad_with_loss",
     "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "linalg", "nn", "parse", "scan", "to_text", "trace", "value_and_grad",
     "verify", "view", "vmap", "while_loop",
 ]

@@ -225,6 +225,14 @@ def check_run_natively(ns: Scope, tmp: Path, out: str) -> None:
         close(got, want)
 
 
+def check_traced_custom_vjp(ns: Scope, tmp: Path, out: str) -> None:
+    close(ns["dx"], [1.0, 1.0, 1.0])
+
+
+def check_softplus_rule(ns: Scope, tmp: Path, out: str) -> None:
+    close(ns["dx"], 1 / (1 + np.exp(-np.array([0.0, 2.0]))))
+
+
 def check_custom_vjp(ns: Scope, tmp: Path, out: str) -> None:
     close(ns["loss"], 9.0)
     close(ns["dx"], [1.0, 1.0, 1.0])
@@ -261,14 +269,16 @@ CHECKS: dict[str, Check] = {
     "getting-started.md:python0": check_first_jit,
     "getting-started.md:python1": check_view,
     "api.md:python1": check_scan_grad,
+    "api.md:python2": check_softplus_rule,
     "autodiff.md:python0": check_vjp_rule,
     "jvp-vmap.md:python0": check_jvp_rule,
     "jvp-vmap.md:python1": check_vmap_rules,
     "comparison.md:python1": check_training_step,
     "comparison.md:python2": check_built_module,
     "comparison.md:python3": check_run_natively,
-    "comparison.md:python5": check_custom_vjp,
-    "comparison.md:python7": check_builder_scan,
+    "comparison.md:python5": check_traced_custom_vjp,
+    "comparison.md:python6": check_custom_vjp,
+    "comparison.md:python8": check_builder_scan,
     "developing.md:python0": check_op_definition,
     "developing.md:python1": check_interpreter_rule,
 }
