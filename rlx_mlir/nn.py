@@ -37,35 +37,47 @@ def _like(x: Tensor, *values: Tensor | np.ndarray | float | None) -> list:
     return [v if v is None or isinstance(v, Tensor) else x._lift(v) for v in values]
 
 
+def _inexact(x: Tensor) -> Tensor:
+    """An integer or bool tensor as f32 (JAX promotes them so for ``exp``, ``tanh``, ...)."""
+    return x.astype("f32") if isinstance(x, Tensor) and x.dtype in ("i1", "i32", "i64") else x
+
+
 def relu(x: Tensor) -> Tensor:
     return _b(x).relu(x)
 
 
 def gelu(x: Tensor, approximate: bool = False) -> Tensor:
+    x = _inexact(x)
     return _b(x).gelu_approx(x) if approximate else _b(x).gelu(x)
 
 
 def silu(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).silu(x)
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).sigmoid(x)
 
 
 def tanh(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).tanh(x)
 
 
 def exp(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).exp(x)
 
 
 def log(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).log(x)
 
 
 def sqrt(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).sqrt(x)
 
 
@@ -74,23 +86,28 @@ def abs(x: Tensor) -> Tensor:  # noqa: A001  (jax.numpy's name)
 
 
 def sin(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).sin(x)
 
 
 def cos(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).cos(x)
 
 
 def tan(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).tan(x)
 
 
 def arctan(x: Tensor) -> Tensor:
+    x = _inexact(x)
     return _b(x).atan(x)
 
 
 def rsqrt(x: Tensor) -> Tensor:
     """``1 / sqrt(x)``."""
+    x = _inexact(x)
     return _b(x).rsqrt(x)
 
 
@@ -286,6 +303,9 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
     and the dtype mismatch is an error, not a silent truncation)."""
     xs = list(xs)
     b = _b(*xs)
+    floats = {x.dtype for x in xs if isinstance(x, Tensor)} & {"f32", "f64"}
+    if floats == {"f32", "f64"}:  # f32 with f64 is f64, as the operators (and JAX x64)
+        xs = [x.astype("f64") if isinstance(x, Tensor) and x.dtype == "f32" else x for x in xs]
     like = next(x for x in xs if isinstance(x, Tensor))
 
     def lifted(x):

@@ -111,3 +111,22 @@ def test_bad_arguments_are_located_errors(call, message):
     with pytest.raises(rlx.RlxError, match=message) as e:
         call()
     assert str(e.value).startswith(__file__), str(e.value)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid",
+                                  "silu", "gelu", "arctan", "rsqrt"])
+def test_float_functions_of_integers_are_f32_as_in_jax(name):
+    """jnp.exp and friends promote integers to f32 (jax.nn's reject them: rlx promotes)."""
+    ints = np.array([1, 2, 3], np.int32)
+    got = rlx.jit(lambda a: getattr(rlx.nn, name)(a))(ints)
+    want = rlx.jit(lambda a: getattr(rlx.nn, name)(a))(ints.astype(np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    if name in ("exp", "log", "sqrt", "sin", "tanh"):
+        close(got, getattr(jax.numpy, name)(ints))
+
+
+def test_concat_of_f32_and_f64_is_f64():
+    got = rlx.jit(lambda a, b: rlx.nn.concat([a, b, a]))(np.ones(2, np.float32), np.full(2, 2.0))
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, [1, 1, 2, 2, 1, 1])
