@@ -51,64 +51,33 @@ def gelu(x: Tensor, approximate: bool = False) -> Tensor:
     return _b(x).gelu_approx(x) if approximate else _b(x).gelu(x)
 
 
-def silu(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).silu(x)
+def _float_function(name: str, op: str, doc: str):
+    """``rlx.nn.<name>``: the elementwise ``rlx.<op>`` of a float tensor (integer and bool
+    tensors as f32, as ``jnp.exp`` promotes them)."""
+    def fn(x: Tensor) -> Tensor:
+        x = _inexact(x)
+        return getattr(_b(x), op)(x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
 
 
-def sigmoid(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).sigmoid(x)
-
-
-def tanh(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).tanh(x)
-
-
-def exp(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).exp(x)
-
-
-def log(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).log(x)
-
-
-def sqrt(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).sqrt(x)
+silu = _float_function("silu", "silu", "``x * sigmoid(x)``.")
+sigmoid = _float_function("sigmoid", "sigmoid", "``1 / (1 + exp(-x))``.")
+tanh = _float_function("tanh", "tanh", "Hyperbolic tangent.")
+exp = _float_function("exp", "exp", "``e ** x``.")
+log = _float_function("log", "log", "Natural logarithm.")
+sqrt = _float_function("sqrt", "sqrt", "Square root.")
+sin = _float_function("sin", "sin", "Sine.")
+cos = _float_function("cos", "cos", "Cosine.")
+tan = _float_function("tan", "tan", "Tangent.")
+arctan = _float_function("arctan", "atan", "Arc tangent (``jnp.arctan``).")
+rsqrt = _float_function("rsqrt", "rsqrt", "``1 / sqrt(x)``.")
 
 
 def abs(x: Tensor) -> Tensor:  # noqa: A001  (jax.numpy's name)
     return _b(x).abs(x)
-
-
-def sin(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).sin(x)
-
-
-def cos(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).cos(x)
-
-
-def tan(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).tan(x)
-
-
-def arctan(x: Tensor) -> Tensor:
-    x = _inexact(x)
-    return _b(x).atan(x)
-
-
-def rsqrt(x: Tensor) -> Tensor:
-    """``1 / sqrt(x)``."""
-    x = _inexact(x)
-    return _b(x).rsqrt(x)
 
 
 def log1p(x: Tensor) -> Tensor:
