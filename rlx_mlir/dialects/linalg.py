@@ -9,6 +9,7 @@ Matmul broadcasts its batch dims; reductions take any set of axes::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -586,6 +587,14 @@ def lower_running_sum(e: Any, x: Any, axis: int, exclusive: bool, reverse: bool)
     add per element: the step at position p writes ``acc + x[p]`` (inclusive) or ``acc``
     (exclusive, written before the add) into the result."""
     shape, etype = shape_of(x.type), x.type.element_type
+    rank = len(shape)
+    if axis == rank - 1 and rank > 1 and math.prod(shape[:-1]) > 1:
+        # along the innermost axis each step would read a strided column: run along the
+        # leading axis of the transpose instead, whole rows per step ([1024, 1024]: 13.5
+        # -> 0.9 ms, numpy 3.0)
+        to_front = [rank - 1, *range(rank - 1)]
+        summed = lower_running_sum(e, e.transpose(x, to_front), 0, exclusive, reverse)
+        return e.transpose(summed, [*range(1, rank), 0])
     length = shape[axis]
     step_shape = [1 if i == axis else d for i, d in enumerate(shape)]
 

@@ -74,16 +74,20 @@ func.func @reductions(%x: tensor<2x3x4xf32>, %i: tensor<5xi32>, %l: tensor<2x2xi
 }
 
 // cumsum: one scf.for over the axis carrying (result, running slice); inclusive adds
-// the slice x[i] into the running sum in place and writes the sum at i.
+// the slice x[i] into the running sum in place and writes the sum at i. Along the
+// innermost axis it runs on the transpose (whole rows per step, not strided columns)
+// and transposes the result back.
 // CHECK-LABEL: func.func @cumsum_inclusive
-// CHECK: %[[ACC0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x1xf32>)
+// CHECK: %[[XT:.*]] = linalg.transpose ins(%x:tensor<3x4xf32>) outs(%{{.*}}:tensor<4x3xf32>) permutation = [1, 0]
+// CHECK: %[[ACC0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x3xf32>)
 // CHECK: arith.constant 4 : index
-// CHECK: scf.for %[[I:[0-9]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[OUT:[0-9]+]] = %{{.*}}, %[[ACC:[0-9]+]] = %[[ACC0]]) -> (tensor<3x4xf32>, tensor<3x1xf32>)
-// CHECK-NEXT: %[[XI:.*]] = tensor.extract_slice %x[0, %[[I]]] [3, 1] [1, 1] : tensor<3x4xf32> to tensor<3x1xf32>
-// CHECK-NEXT: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[XI]] : tensor<3x1xf32>) outs(%[[ACC]] : tensor<3x1xf32>)
+// CHECK: %[[RES:[0-9]+]], %{{.*}} = scf.for %[[I:[0-9]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[OUT:[0-9]+]] = %{{.*}}, %[[ACC:[0-9]+]] = %[[ACC0]]) -> (tensor<4x3xf32>, tensor<1x3xf32>)
+// CHECK-NEXT: %[[XI:.*]] = tensor.extract_slice %[[XT]][%[[I]], 0] [1, 3] [1, 1] : tensor<4x3xf32> to tensor<1x3xf32>
+// CHECK-NEXT: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[XI]] : tensor<1x3xf32>) outs(%[[ACC]] : tensor<1x3xf32>)
 // CHECK: arith.addf
-// CHECK: %[[W:.*]] = tensor.insert_slice %[[SUM]] into %[[OUT]][0, %[[I]]] [3, 1] [1, 1]
+// CHECK: %[[W:.*]] = tensor.insert_slice %[[SUM]] into %[[OUT]][%[[I]], 0] [1, 3] [1, 1]
 // CHECK-NEXT: scf.yield %[[W]], %[[SUM]]
+// CHECK: linalg.transpose ins(%[[RES]]:tensor<4x3xf32>) outs(%{{.*}}:tensor<3x4xf32>) permutation = [1, 0]
 func.func @cumsum_inclusive(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
   %0 = rlx.cumsum %x : (tensor<3x4xf32>) -> tensor<3x4xf32>
   func.return %0 : tensor<3x4xf32>
