@@ -629,7 +629,7 @@ def _lower_conv2d(op: Conv2dOp, e: Any, x: SSAValue, w: SSAValue,
     g = cfg.groups
     grouped_shape = (n, g, c_out // g, ho, wo)
     dtype = x.type.element_type  # type: ignore[attr-defined]
-    if per_image_form(op, grouped_shape, shape_of(w.type), packed_only=False):
+    if per_image_form(op, grouped_shape, shape_of(w.type)):
         y = per_image_conv(e, x, split_dim(e, w, 0, g), bias, grouped_shape, cfg)
         return merge_dims(e, y, 1)
     init = (e.fill(0.0, grouped_shape, dtype) if bias is None
@@ -662,22 +662,18 @@ LLVM does not vectorize, and im2col over the whole batch sends the patches to me
 ``16x32x64x64`` 1.08 -> 0.56 ms (torch 0.35)."""
 
 
-def per_image_form(op: RlxOp, grouped_shape: Sequence[int], w_shape: Sequence[int],
-                   packed_only: bool = True) -> bool:
+def per_image_form(op: RlxOp, grouped_shape: Sequence[int], w_shape: Sequence[int]) -> bool:
     """A conv (``grouped_shape`` ``(N, G, O per group, Ho, Wo)``; ``w_shape[1:]`` the taps
     each output reduces over) in a function body of :data:`PER_IMAGE_MIN_FLOPS` or more
-    whose per-image product is, with ``packed_only``, big enough for the packed matmul
-    schedule (``schedules.NESTED_UNPACKED_MAX``). The forward takes smaller products too (the
-    unpacked schedule on in-cache patches): 32x64x56x56 3x3 at stride 2, forward 14.8 ->
-    6.5 ms (torch 6.0-7.5); the gradients measured slower on some such shapes."""
-    from rlx_mlir.lowering.schedules import NESTED_UNPACKED_MAX
-
+    (:data:`STRIDED_PER_IMAGE_MIN_FLOPS` when strided). Per-image products too small for
+    the packed matmul schedule take the unpacked one on in-cache patches: 32x64x56x56 3x3
+    at stride 2, forward 14.8 -> 6.5 ms (torch 6.0-7.5), weight gradient 24 -> 13 ms
+    (torch 14); 64x64x28x28 input gradient 33 -> 24 ms, weight gradient 37 -> 23 ms
+    (torch 18-19), with the forward."""
     n, g, o, ho, wo = grouped_shape
     taps = int(np.prod(w_shape[1:]))
-    packed = o * taps + taps * ho * wo > NESTED_UNPACKED_MAX
     strided = conv2d_config(op.py_attrs()).stride != (1, 1)
-    return (n > 1 and (packed or not packed_only)
-            and 2 * n * g * o * ho * wo * taps >= (
+    return (n > 1 and 2 * n * g * o * ho * wo * taps >= (
                 STRIDED_PER_IMAGE_MIN_FLOPS if strided else PER_IMAGE_MIN_FLOPS)
             and isinstance(op.parent_op(), func.FuncOp))
 
