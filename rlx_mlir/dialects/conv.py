@@ -669,11 +669,13 @@ def per_image_form(op: RlxOp, grouped_shape: Sequence[int], w_shape: Sequence[in
     the packed matmul schedule take the unpacked one on in-cache patches: 32x64x56x56 3x3
     at stride 2, forward 14.8 -> 6.5 ms (torch 6.0-7.5), weight gradient 24 -> 13 ms
     (torch 14); 64x64x28x28 input gradient 33 -> 24 ms, weight gradient 37 -> 23 ms
-    (torch 18-19), with the forward."""
+    (torch 18-19), with the forward. Not a depthwise conv at stride 1 (``32x32x112x112``:
+    forward 8.3 ms direct against 14.6 per image, weight gradient 21 against 34)."""
     n, g, o, ho, wo = grouped_shape
     taps = int(np.prod(w_shape[1:]))
     strided = conv2d_config(op.py_attrs()).stride != (1, 1)
-    return (n > 1 and 2 * n * g * o * ho * wo * taps >= (
+    depthwise = g > 1 and w_shape[1] == 1  # one channel per group: the direct form wins
+    return (n > 1 and (strided or not depthwise) and 2 * n * g * o * ho * wo * taps >= (
                 STRIDED_PER_IMAGE_MIN_FLOPS if strided else PER_IMAGE_MIN_FLOPS)
             and isinstance(op.parent_op(), func.FuncOp))
 
