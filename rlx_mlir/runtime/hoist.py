@@ -36,12 +36,26 @@ HOISTED_NAME = "rlx_hoisted_constant"
 
 def hoistable(op: Operation) -> bool:
     """A data constant: an ``rlx.constant`` of two or more elements, not all equal (the
-    lowering folds numbers and splats into the code)."""
-    if op.name != "rlx.constant":
+    lowering folds numbers and splats into the code), other than the positions of a
+    strided or reversed slice (``x[::2]``: the lowering reads them as an arithmetic
+    progression, a reversed copy 7x faster than gathering through loaded indices)."""
+    if op.name != "rlx.constant" or _slice_positions(op):
         return False
     value = op.attributes.get("value")
     return (isinstance(value, DenseIntOrFPElementsAttr) and not value.is_splat()
             and int(np.prod(value.get_shape())) >= 2)
+
+
+def _slice_positions(op: Operation) -> bool:
+    """A 1-d integer arithmetic progression read only as ``rlx.gather`` indices."""
+    uses = list(op.results[0].uses)
+    if not uses or any(u.operation.name != "rlx.gather" or u.index != 1 for u in uses):
+        return False
+    value = op.attributes.get("value")
+    if not isinstance(value, DenseIntOrFPElementsAttr) or len(value.get_shape()) != 1:
+        return False
+    positions = np.asarray(value.get_values())
+    return positions.dtype.kind == "i" and len(set(np.diff(positions).tolist())) <= 1
 
 
 def constant_value(op: Operation) -> np.ndarray:

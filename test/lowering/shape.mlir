@@ -97,6 +97,18 @@ func.func @gather_rows(%t: tensor<6x2x8xf32>, %ids: tensor<3xi64>) -> tensor<3x2
   func.return %0 : tensor<3x2x8xf32>
 }
 
+// gather by a constant arithmetic progression inside the axis (what x[:, ::-2] gathers):
+// a copy reading the table at 7 - 2 * d1, no index loads and no clamps.
+// CHECK-LABEL: func.func @gather_progression
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, ((d1 * -2) + 7))>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xf32>)
+// CHECK-NEXT: ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[V]] : f32
+func.func @gather_progression(%x: tensor<4x8xf32>) -> tensor<4x4xf32> {
+  %i = rlx.constant {value = dense<[7, 5, 3, 1]> : tensor<4xi32>} : () -> tensor<4xi32>
+  %0 = rlx.gather %x, %i {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<4x4xf32>
+  func.return %0 : tensor<4x4xf32>
+}
+
 // scatter_add: zero fill, then an scf.for over the 4 index positions carrying the
 // accumulator; each step checks 0 <= idx < 6, and adds the updates row into the
 // accumulator row (selected only when valid) in place with extract/insert_slice.

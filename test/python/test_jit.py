@@ -265,6 +265,19 @@ def test_memory_cache_returns_the_same_executable():
     assert jit_compile(text, entry="h").engine is first.engine
 
 
+def test_slice_positions_stay_in_the_code_and_gather_as_a_progression(rng):
+    """The positions of ``x[::-1]`` and ``x[1::3]`` are not hoisted data: the lowering reads
+    them as ``start + step * i`` (a copy, no index loads); values as numpy's. Embedding
+    ids closed over are still hoisted."""
+    x = rng.standard_normal((5, 12)).astype(np.float32)
+    ids = np.array([3, 0, 4, 4], np.int32)
+    traced = rlx.jit(lambda a: (a[:, ::-1], a[1::3, 1::4], a[ids])).lower(x)
+    run = jit_compile(traced)
+    assert len(run.hidden) == 1  # only the ids
+    for got, want in zip(run(x), (x[:, ::-1], x[1::3, 1::4], x[ids]), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_data_closed_over_is_not_part_of_the_cache_key(rng):
     """A step closing over a new batch each time (``grad(lambda p: loss(p, xb, yb))``):
     the batch's constants are hoisted to hidden arguments, so every step after the first
