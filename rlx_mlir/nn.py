@@ -209,13 +209,15 @@ def _pair(x: Tensor | float, y: Tensor | float, like: Tensor | None = None,
 
 
 def where(cond: Tensor | np.ndarray, x: Tensor | float, y: Tensor | float) -> Tensor:
-    """``x`` where ``cond`` else ``y`` (each may be a number or a numpy array; at least one
-    is a traced tensor)."""
+    """``x`` where ``cond`` else ``y`` (each may be a number or a numpy array; with no
+    traced tensor among them, the numpy result, as ``jnp.where`` of concrete values, with
+    Python floats as f32 and ints as i32)."""
     if not isinstance(cond, Tensor):
         like = next((v for v in (x, y) if isinstance(v, Tensor)), None)
         if like is None:
-            raise RlxError("where: expected at least one traced tensor among cond, x and y",
-                           loc=loc_from_attr(_user_location()))
+            from rlx_mlir.frontend.tracing import _as_array
+
+            return np.where(np.asarray(cond, dtype=bool), _as_array(x), _as_array(y))
         cond = like.builder.constant(np.asarray(cond, dtype=bool))
     tx, ty = _pair(x, y, like=cond)
     return _b(cond, tx, ty).where(cond, tx, ty)
