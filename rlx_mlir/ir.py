@@ -130,7 +130,11 @@ class LocatingParser(Parser):
         """A string literal whose escapes spell UTF-8 (``"f\\C3\\A9"``, how MLIR and xDSL
         print ``"fé"``) is a ``StringAttr``, as in MLIR, not xDSL's ``BytesAttr``: printed
         names round-trip."""
-        attr = super()._parse_optional_builtin_attr()
+        start = self._current_token.span
+        try:
+            attr = super()._parse_optional_builtin_attr()
+        except (OverflowError, ValueError) as e:  # dense<1e40> : f32, dense<2> : i1, ...
+            raise ParseError(start, f"a literal does not fit its element type: {e}") from None
         if isinstance(attr, BytesAttr):
             try:
                 return StringAttr(attr.data.decode("utf-8"))
@@ -371,10 +375,11 @@ def to_text(module: Operation, generic: bool = False) -> str:
     return out.getvalue() + "\n"
 
 
-def check_signature_types(module: Operation) -> None:
+def check_signature_types(module: Operation, tensors_only: bool = False) -> None:
     """A function argument or result whose element type rlx cannot run or differentiate
-    (f16, bf16, i8, index...): an :class:`RlxError` at the function, naming the type and
-    the supported ones."""
+    (f16, bf16, i8, index...), or with ``tensors_only`` one that is not a ranked tensor
+    (what a run passes as numpy arrays): an :class:`RlxError` at the function, naming the
+    type and the supported ones."""
     from rlx_mlir.dialects.base import DTYPES
 
     supported = {str(t): name for name, t in DTYPES.items()}
@@ -384,6 +389,10 @@ def check_signature_types(module: Operation) -> None:
         for what, types in (("argument", f.function_type.inputs),
                             ("result", f.function_type.outputs)):
             for index, t in enumerate(types):
+                if tensors_only and not isinstance(t, builtin.TensorType):
+                    raise RlxError(f"{what} #{index} of @{f.sym_name.data} has type {t}; a "
+                                   f"function to run takes and returns ranked tensors "
+                                   f"(tensor<{t}> for a scalar)", op=f)
                 element = getattr(t, "element_type", t)
                 if str(element) not in supported:
                     raise RlxError(f"{what} #{index} of @{f.sym_name.data} has element type "

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     check_args(args)
     module = parse_source(read_source(args.file), input_name(args.file))
     func = find_func(module, args.entry)
-    check_signature_types(func)
+    check_signature_types(func, tensors_only=True)
     sig = Signature.of(func)
     given = load_inputs(args.input)
     names = [a.name for a in sig.args]

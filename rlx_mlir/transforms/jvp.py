@@ -210,6 +210,10 @@ def _tangent_names(names: list[str], wrt: list[int]) -> list[str]:
 def build_jvp_func(f: func.FuncOp, options: JvpOptions) -> func.FuncOp:
     """``@f_jvp(args..., tangent_<wrt>...) -> (outs..., tangent outs...)``."""
     wrt = resolve_wrt(f, options.wrt)
+    twice = sorted({arg_names(f)[i] for i in wrt if wrt.count(i) > 1})
+    if twice:  # one tangent per argument: a second would be silently dropped
+        raise RlxError(f"--jvp: wrt lists {', '.join(repr(n) for n in twice)} more than once",
+                       op=f)
     inputs = list(f.function_type.inputs.data)
     tangent_types = [inputs[i] for i in wrt]
     block = Block(arg_types=[*inputs, *tangent_types])

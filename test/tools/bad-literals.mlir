@@ -1,0 +1,24 @@
+// RUN: not rlx-opt %s --split-input-file 2>&1 | FileCheck %s
+// A dense literal that does not fit its element type is a located parse error (it was
+// an internal compiler error).
+// CHECK: bad-literals.mlir:6:30: error: a literal does not fit its element type: float too large
+func.func @f32_overflow() -> tensor<f32> {
+  %0 = rlx.constant {value = dense<1.0e40> : tensor<f32>} : () -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// -----
+
+// CHECK: bad-literals.mlir:14:30: error: a literal does not fit its element type: Integer value 99999999999 is out of range for type i32
+func.func @i32_overflow() -> tensor<i32> {
+  %0 = rlx.constant {value = dense<99999999999> : tensor<i32>} : () -> tensor<i32>
+  func.return %0 : tensor<i32>
+}
+
+// -----
+
+// CHECK: bad-literals.mlir:22:30: error: a literal does not fit its element type: Integer value 2 is out of range for type i1
+func.func @bool_literal() -> tensor<3xi1> {
+  %0 = rlx.constant {value = dense<[1, 2, 0]> : tensor<3xi1>} : () -> tensor<3xi1>
+  func.return %0 : tensor<3xi1>
+}
