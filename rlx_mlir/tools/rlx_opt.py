@@ -36,7 +36,7 @@ from rlx_mlir.ir import (
     verify,
 )
 from rlx_mlir.tools import diagnostics_check
-from rlx_mlir.tools.rlx_opt_hooks import STAGE_HOOKS, TEXT_STAGES, stage_help
+from rlx_mlir.tools.rlx_opt_hooks import HOOKS_WITH_OPTIONS, STAGE_HOOKS, TEXT_STAGES, stage_help
 from rlx_mlir.transforms import all_passes
 
 # xDSL driver options that rlx-opt does not honour: rejected rather than ignored.
@@ -332,6 +332,8 @@ class RlxOptMain(xDSLOptMain):
         """Run one pass (or text-producing stage such as lower-to-llvm)."""
         name = stage_name(stage)
         if pipeline is None:
+            if stage.strip() != name and name not in HOOKS_WITH_OPTIONS:
+                raise RlxError(f"--{name} takes no options, got '{stage.strip()}'")
             return STAGE_HOOKS[name](stage, module, self.args)
         try:
             pipeline.apply(self.ctx, module)

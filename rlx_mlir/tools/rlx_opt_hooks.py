@@ -29,6 +29,8 @@ def _view_graph_stage(stage_spec: str, module: Any, args: Any) -> str | None:
 
 
 STAGE_HOOKS["view-graph"] = _view_graph_stage
+HOOKS_WITH_OPTIONS = {"view-graph"}
+"""Stage hooks that read options (``view-graph{out.svg func=f}``); the others reject any."""
 
 # One line of ``rlx-opt --help`` per stage (passes and hooks), in the order listed.
 STAGE_HELP: dict[str, str] = {
