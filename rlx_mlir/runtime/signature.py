@@ -127,6 +127,8 @@ class Signature:
 
     def _check(self, arg: Arg, value: Any) -> np.ndarray:
         array = np.asarray(value)
+        if array.dtype != arg.dtype and array.dtype.newbyteorder("=") == arg.dtype:
+            array = array.astype(arg.dtype)  # big-endian data: the same values, native order
         if array.dtype != arg.dtype:
             if np.isscalar(value) or isinstance(value, (list, tuple)):
                 array = self._converted(arg, array)

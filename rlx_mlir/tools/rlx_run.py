@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
     names = [a.name for a in sig.args]
     unknown = set(given) - set(names)
     if unknown:
-        raise RlxError(f"--input names unknown argument(s): {', '.join(sorted(unknown))}")
+        raise RlxError(f"--input names unknown argument(s): {', '.join(sorted(unknown))} "
+                       f"(arguments of @{func.sym_name.data}: {', '.join(names)})")
     for name in given:
         if names.count(name) > 1:
             raise RlxError(f"--input {name}: @{sig.name} has {names.count(name)} arguments "

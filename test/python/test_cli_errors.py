@@ -123,3 +123,22 @@ def test_rlx_run_refuses_an_input_given_twice(tmp_path, capsys):
     np.save(x, np.ones(3, np.float32))
     assert rlx_run.main([str(src), "--input", f"x={x}", "--input", f"x={x}"]) == 1
     assert capsys.readouterr().err.startswith("error: --input x is given twice")
+
+
+def test_rlx_run_names_the_arguments_of_an_unknown_input(tmp_path, capsys):
+    src, x = tmp_path / "m.mlir", tmp_path / "x.npy"
+    src.write_text(F)
+    np.save(x, np.ones(3, np.float32))
+    assert rlx_run.main([str(src), "--input", f"w={x}"]) == 1
+    assert "unknown argument(s): w (arguments of @f: x)" in capsys.readouterr().err
+
+
+def test_rlx_run_takes_big_endian_inputs(tmp_path, capsys):
+    """``>f4`` is float32 in the other byte order: the same values (it was refused as
+    'expected dtype float32, got >f4')."""
+    src, x = tmp_path / "m.mlir", tmp_path / "x.npy"
+    src.write_text(F)
+    np.save(x, np.array([0.5, -1.0, 2.0], dtype=">f4"))
+    assert rlx_run.main([str(src), "--input", f"x={x}"]) == 0
+    printed = capsys.readouterr().out
+    assert f"{np.tanh([0.5, -1.0, 2.0]).sum():.6f}" in printed
