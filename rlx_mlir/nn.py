@@ -321,7 +321,12 @@ def flip(x: Tensor, axis: int | Sequence[int] | None = None) -> Tensor:
 def pad(x: Tensor, pad_width, constant_values: float = 0) -> Tensor:
     """``np.pad(x, pad_width, constant_values=...)`` (constant mode): ``pad_width`` is
     an int, a ``(before, after)`` pair, or one pair per axis."""
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    except (TypeError, ValueError):
+        raise RlxError(f"pad: pad_width {pad_width!r} is not an int, a (before, after) pair "
+                       f"or one pair per axis of a rank-{x.ndim} tensor",
+                       loc=loc_from_attr(_user_location())) from None
     if (widths < 0).any():
         raise RlxError(f"pad: widths must be >= 0, got {pad_width!r}",
                        loc=loc_from_attr(_user_location()))
