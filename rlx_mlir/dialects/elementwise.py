@@ -170,6 +170,9 @@ ACTIVATIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
     "atan": (np.arctan, "atan(x)"),
     "round": (_round_half_away, "round half away from zero"),
 }
+SURROGATE_GRADIENTS = {"round": "straight-through: gradient 1, not its derivative 0"}
+"""Activations whose gradient is by design not their derivative: gradient checks against
+finite differences leave the arguments whose gradient flows through them unchecked."""
 # Complex inputs are allowed for the activations with a natural extension (SPEC 2.1.2).
 _COMPLEX_OK = {"neg", "exp", "log", "sqrt"}
 _INT_OK = {"neg", "abs"}
@@ -184,6 +187,7 @@ def _activation(kind: str):
     return define_op(
         class_name, UnaryOp, f"rlx.{kind}", f"Elementwise ``{formula}``.",
         NUMPY_FN=staticmethod(fn), FORMULA=formula, DTYPES=dtypes,
+        SURROGATE_GRADIENT=SURROGATE_GRADIENTS.get(kind),
     )
 
 
