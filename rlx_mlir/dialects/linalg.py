@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType, f32, f64
@@ -311,13 +311,39 @@ def _vjp_reduce_extreme(ctx: VjpContext, op: ReduceOp, g: Tensor) -> list[Tensor
     return [ctx.b.where(hit, ctx.b.expand(share, x.shape), zero)]
 
 
+def product_of_others(b: Any, x: Tensor, axes: Sequence[int]) -> Tensor:
+    """At each element of ``x``, the product over ``axes`` of the other elements: the
+    derivative of ``prod``, finite where ``x`` has zeros (SPEC 5.6's ``y / x`` is NaN
+    there; JAX and torch are finite). Built from the product of the nonzero elements and
+    the zero-valued ones themselves (0, but with the right derivative), so its own
+    derivative, the Hessian of ``prod``, is right too with up to two zeros in a reduction
+    (and three or more, where it is 0). Complex ``x`` keeps ``y / x``.
+
+    >>> product_of_others(b, x, [1])   # doctest: +SKIP
+    """
+    def over_axes(reduce: Callable[..., Tensor], v: Tensor) -> Tensor:
+        return b.expand(reduce(v, axes=list(axes), keep_dims=True), x.shape)
+
+    if x.dtype.startswith("c"):
+        return over_axes(b.reduce_prod, x) / x
+    zero, one, two = (b.full(x.shape, v, x.dtype) for v in (0.0, 1.0, 2.0))
+    is_zero = b.compare(x, zero, predicate="eq")
+    nonzero = b.where(is_zero, one, x)
+    product = over_axes(b.reduce_prod, nonzero)
+    zeros = over_axes(b.reduce_sum, b.where(is_zero, one, zero))
+    # at a zero: the other zeros' product: 1 (none), the other one's value (one), 0
+    other_zero = b.where(b.compare(zeros, one, predicate="eq"), one,
+                         b.where(b.compare(zeros, two, predicate="eq"),
+                                 over_axes(b.reduce_sum, b.where(is_zero, x, zero)) - x, zero))
+    at_nonzero = product / nonzero * over_axes(b.reduce_prod, b.where(is_zero, x, one))
+    return b.where(is_zero, product * other_zero, at_nonzero)
+
+
 @VJP.register(ReduceProdOp)
 def _vjp_reduce_prod(ctx: VjpContext, op: ReduceOp, g: Tensor) -> list[Tensor | None]:
-    """``g * y / x`` spread back (SPEC 5.6: not defined where x is 0)."""
+    """``g`` spread back times the product of the other elements (finite at zeros)."""
     x, axes, keep = _reduce_parts(ctx, op)
-    (y,) = ctx.outputs(op)
-    gy = g * y
-    return [ctx.expand_to(gy, x.shape, axes, keep) / x]
+    return [ctx.expand_to(g, x.shape, axes, keep) * product_of_others(ctx.b, x, axes)]
 
 
 @VJP.register(CumsumOp)
@@ -377,10 +403,9 @@ def _jvp_reduce_extreme(ctx: JvpContext, op: ReduceOp, t: Tensor) -> list[Tensor
 
 @JVP.register(ReduceProdOp)
 def _jvp_reduce_prod(ctx: JvpContext, op: ReduceOp, t: Tensor) -> list[Tensor | None]:
-    """``y * sum(t / x)`` (as the VJP's ``g y / x``: not defined where an x is 0)."""
+    """``sum(t * product of the others)`` (:func:`product_of_others`: finite at zeros)."""
     (x,) = ctx.inputs(op)
-    (y,) = ctx.outputs(op)
-    return [_reduce_sum_like(ctx, op, t / x) * y]
+    return [_reduce_sum_like(ctx, op, t * product_of_others(ctx.b, x, op.reduced_axes()))]
 
 
 # ---------------------------------------------------------------- batching rules (SPEC 6.2)
@@ -410,7 +435,6 @@ OPS = [MatmulOp, *REDUCE_OPS.values(), CumsumOp]
 # generic contraction; reductions are linalg.reduce; running sums are an scf.for over
 # the axis whose step adds one slice (O(n), vectorizable across the other dims).
 
-from typing import Any  # noqa: E402
 
 from xdsl.dialects import arith, scf  # noqa: E402
 from xdsl.dialects import tensor as tensor_dialect  # noqa: E402

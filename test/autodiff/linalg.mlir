@@ -94,13 +94,18 @@ func.func @reduce_min(%x: tensor<2x3x2xf32> {rlx.name = "x", rlx.param}) -> tens
 }
 
 // GRADS: check-grads @reduce_prod: OK
-// prod: (g * y) spread back, divided by x.
+// prod: g spread back times the product of the other elements, built from the product of
+// the nonzero elements (zeros replaced by 1) so a zero entry gives a finite gradient.
 // CHECK-LABEL: func.func @reduce_prod_grad(
-// CHECK: %[[Y:.*]] = rlx.reduce_prod %x
-// CHECK-NEXT: %[[GY:.*]] = rlx.mul %d_output, %[[Y]] : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
-// CHECK-NEXT: %[[K:.*]] = rlx.reshape %[[GY]] : (tensor<2x2xf32>) -> tensor<2x1x2xf32>
-// CHECK-NEXT: %[[E:.*]] = rlx.expand %[[K]] : (tensor<2x1x2xf32>) -> tensor<2x3x2xf32>
-// CHECK-NEXT: %[[DX:.*]] = rlx.div %[[E]], %x : (tensor<2x3x2xf32>, tensor<2x3x2xf32>) -> tensor<2x3x2xf32>
+// CHECK: %[[Y:.*]] = rlx.reduce_prod %x {axes = array<i64: 1>}
+// CHECK: %[[G:.*]] = rlx.expand %{{.*}} : (tensor<2x1x2xf32>) -> tensor<2x3x2xf32>
+// CHECK: %[[ZERO:.*]] = rlx.constant {value = dense<0.000000e+00> : tensor<2x3x2xf32>}
+// CHECK: %[[ONE:.*]] = rlx.constant {value = dense<1.000000e+00> : tensor<2x3x2xf32>}
+// CHECK: %[[ISZERO:.*]] = rlx.compare %x, %[[ZERO]] {predicate = "eq"}
+// CHECK-NEXT: %[[NONZERO:.*]] = rlx.where %[[ISZERO]], %[[ONE]], %x
+// CHECK-NEXT: rlx.reduce_prod %[[NONZERO]] {axes = array<i64: 1>, keep_dims = true}
+// CHECK-NOT: rlx.div %{{.*}}, %x
+// CHECK: %[[DX:.*]] = rlx.mul %[[G]], %{{.*}} : (tensor<2x3x2xf32>, tensor<2x3x2xf32>)
 // CHECK-NEXT: func.return %[[Y]], %[[DX]]
 func.func @reduce_prod(%x: tensor<2x3x2xf32> {rlx.name = "x", rlx.param}) -> tensor<2x2xf32> {
   %0 = rlx.reduce_prod %x {axes = array<i64: 1>} : (tensor<2x3x2xf32>) -> tensor<2x2xf32>
