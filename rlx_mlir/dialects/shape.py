@@ -860,8 +860,13 @@ def _gather_progression(e: Any, table: SSAValue, axis: int, start: int, step: in
                         out_shape: Sequence[int]) -> SSAValue:
     """``out[.., i, ..] = table[.., start + step * i, ..]``: a copy whose read map has the
     progression in it (no index loads or clamps; LLVM vectorizes reversed and strided
-    reads). ``x[..., ::-1]`` of ``[1024, 1024]``: 0.35 -> 0.05 ms (torch 0.05)."""
+    reads). ``x[..., ::-1]`` of ``[1024, 1024]``: 0.35 -> 0.05 ms (torch 0.05). A step of
+    1 is a plain slice (its map would be the identity, from which linalg takes the loop
+    bound of the whole table)."""
     rank = len(out_shape)
+    if step == 1:
+        return e.extract_slice(table, [start if d == axis else 0 for d in range(rank)],
+                               list(out_shape))
     reads = [AffineExpr.dimension(d) for d in range(rank)]
     reads[axis] = AffineExpr.constant(start) + AffineExpr.dimension(axis) * step
     init = e.empty(list(out_shape), table.type.element_type)  # type: ignore[attr-defined]

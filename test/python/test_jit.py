@@ -265,6 +265,24 @@ def test_memory_cache_returns_the_same_executable():
     assert jit_compile(text, entry="h").engine is first.engine
 
 
+@pytest.mark.parametrize("positions", [np.arange(3), np.arange(4, 9), np.arange(5, 0, -2)])
+def test_constant_positions_in_order_gather_as_a_slice(positions, rng):
+    """Constant positions ``start, start + 1, ...`` shorter than the axis (``x[np.arange(k)]``)
+    are a plain slice: at the top level, on another axis, under vmap, inside a scan body
+    and in the gradient (their read map was the identity, and linalg took the loop bound
+    of the whole axis: an upstream verifier error)."""
+    x = rng.standard_normal((10, 10)).astype(np.float32)
+    np.testing.assert_array_equal(rlx.jit(lambda a: a[positions])(x), x[positions])
+    np.testing.assert_array_equal(rlx.jit(lambda a: a[:, positions])(x), x[:, positions])
+    np.testing.assert_array_equal(rlx.jit(rlx.vmap(lambda r: r[positions]))(x), x[:, positions])
+    _, rows = rlx.jit(lambda a: rlx.scan(lambda c, r: (c, r[positions]), a[0], a))(x)
+    np.testing.assert_array_equal(rows, x[:, positions])
+    want = np.zeros_like(x)
+    want[:, positions] = 2 * x[:, positions]
+    np.testing.assert_allclose(rlx.jit(rlx.grad(lambda a: (a[:, positions] ** 2).sum()))(x),
+                               want, rtol=1e-6)
+
+
 def test_slice_positions_stay_in_the_code_and_gather_as_a_progression(rng):
     """The positions of ``x[::-1]`` and ``x[1::3]`` are not hoisted data: the lowering reads
     them as ``start + step * i`` (a copy, no index loads); values as numpy's. Embedding
