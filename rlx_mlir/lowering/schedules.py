@@ -73,6 +73,7 @@ class OpInfo:
     ranges: list[int]
     iterators: list[str]
     transposed_a: bool = False  # a linalg.matmul reading A as [K, M] (contractions.py)
+    windowed: bool = False  # a generic reading through a window or stride (not vectorized)
 
 
 def _shape(value) -> list[int] | None:
@@ -121,11 +122,13 @@ def _loop_info(op) -> OpInfo | None:
         its = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
         its = ["reduction" if "reduction" in s else "parallel" for s in its]
         ranges: list[int | None] = [None] * len(its)
-        for amap in maps:  # only projected permutations (+ broadcast 0s): no conv windows
-            if not all(isinstance(e, ir.AffineDimExpr)
-                       or (isinstance(e, ir.AffineConstantExpr) and e.value == 0)
-                       for e in amap.results):
-                return None
+        # projected permutations (+ broadcast 0s) are vectorized; a conv window or a
+        # strided read is only split over the threads (:func:`_schedule_windowed`)
+        windowed = not all(isinstance(e, ir.AffineDimExpr)
+                           or (isinstance(e, ir.AffineConstantExpr) and e.value == 0)
+                           for amap in maps for e in amap.results)
+        if windowed and not all(_tileable(e) for amap in maps for e in amap.results):
+            return None
         for amap, shape in zip(maps, shapes, strict=True):
             for expr, size in zip(amap.results, shape, strict=True):
                 if isinstance(expr, ir.AffineDimExpr):
@@ -134,7 +137,7 @@ def _loop_info(op) -> OpInfo | None:
                         ranges[pos] = size
         if any(r is None for r in ranges):
             return None
-        return OpInfo(name, [int(r) for r in ranges], its)  # type: ignore[arg-type]
+        return OpInfo(name, [int(r) for r in ranges], its, windowed=windowed)  # type: ignore[arg-type]
     return None
 
 
@@ -809,6 +812,14 @@ def _schedule_generic(i: int, op, info: OpInfo, threads: int) -> Fragment | None
     return Fragment(text, "vector_reduction" if "reduction" in info.iterators else "vector")
 
 
+def _schedule_windowed(i: int, op, info: OpInfo, threads: int) -> Fragment | None:
+    """A generic reading through a window or a stride (direct convs, pools, strided
+    slices): its first evenly divisible parallel dim split over the threads, the rest
+    left to LLVM (the vectorizer takes projected permutations only)."""
+    split, _, _ = _forall(i, f"%op{i}", info, _op_threads(op, threads))
+    return Fragment(_match(i, info.name) + split, "threads") if split else None
+
+
 SCHEDULES = {
     "linalg.matmul": _schedule_matmul,
     "linalg.batch_matmul": _schedule_batch_matmul,
@@ -826,6 +837,23 @@ def _candidates(module) -> list:
             and o.results and all(isinstance(r.type, ir.RankedTensorType) for r in o.results)]
 
 
+def _tileable(expr) -> bool:
+    """Sums of dims times positive constants and constants (``y * 2 + i``): what linalg's
+    tiling takes (a negative coefficient, a flipped read, fails an assertion in it)."""
+    from mlir import ir
+
+    if isinstance(expr, ir.AffineAddExpr):
+        add = ir.AffineAddExpr(expr)
+        return _tileable(add.lhs) and _tileable(add.rhs)
+    if isinstance(expr, ir.AffineMulExpr):
+        mul = ir.AffineMulExpr(expr)
+        return (isinstance(mul.lhs, ir.AffineDimExpr)
+                and isinstance(mul.rhs, ir.AffineConstantExpr)
+                and ir.AffineConstantExpr(mul.rhs).value > 0)
+    return isinstance(expr, ir.AffineDimExpr) or (
+        isinstance(expr, ir.AffineConstantExpr) and ir.AffineConstantExpr(expr).value >= 0)
+
+
 def plan(module) -> tuple[str, dict[str, int]]:
     """Tag ops of the upstream ``module`` and return (transform script, counts by kind)."""
     from mlir import ir
@@ -841,7 +869,9 @@ def plan(module) -> tuple[str, dict[str, int]]:
         if len(op.results) > 1 and "reduction" in info.iterators:
             continue  # multi-result reductions: the vectorizer rejects them
         i = len(fragments)
-        frag = SCHEDULES.get(info.name, _schedule_generic)(i, op, info, threads)
+        rule = _schedule_windowed if info.windowed else SCHEDULES.get(info.name,
+                                                                      _schedule_generic)
+        frag = rule(i, op, info, threads)
         if frag is None or frag.kind in skipped:
             continue
         text = frag.text + (_mark_hoist(frag.hoist) if frag.hoist else "")

@@ -760,6 +760,57 @@ def test_a_big_depthwise_conv_at_stride_1_keeps_the_direct_form(rng):
         assert ("scf.forall" in stage_texts(conv.module)["contractions"]) == per_image
 
 
+def test_windowed_and_strided_reads_are_split_over_the_threads(rng, monkeypatch):
+    """Generics the vectorizer does not take (a pool's window, a strided slice's read map)
+    still get a thread split of their first divisible parallel dim; a flipped read
+    (``x[::-1]``, a negative coefficient linalg's tiling rejects) keeps one loop nest.
+    Values against torch and numpy."""
+    import torch
+
+    monkeypatch.setenv("RLX_NUM_THREADS", "2")
+    x = rng.standard_normal((8, 16, 32, 32)).astype(np.float32)
+    y = rng.standard_normal((16, 32, 32, 64)).astype(np.float32)
+    cases = [(lambda a: rlx.nn.max_pool2d(a, 3, stride=2, padding=1), x, True,
+              torch.nn.functional.max_pool2d(torch.tensor(x), 3, 2, 1).numpy()),
+             (lambda a: a[..., ::2], y, True, y[..., ::2]),
+             (lambda a: a[..., ::-1], y, False, y[..., ::-1])]
+    for f, arg, split, want in cases:
+        stage_texts(rlx.trace(f, (arg,)).module)
+        assert (schedules.LAST_COUNTS.get("threads") == 1) == split
+        np.testing.assert_array_equal(rlx.jit(f)(arg), want)
+
+
+@pytest.mark.parametrize("width,stride,tap_copies", [(20, 1, True), (40, 1, False),
+                                                     (8, 1, False), (20, 2, False)])
+def test_mid_width_stride_1_im2col_copies_a_tap_at_a_time(width, stride, tap_copies, rng):
+    """Output rows of TAP_COPY_MIN_WIDTH to TAP_COPY_MAX_WIDTH at stride 1: im2col is one
+    copy per tap (a generic reading ``xp[n, g, c, y, x]`` of a strided slice, for the
+    forward's patches, which the weight gradient shares); wider, shorter or strided rows
+    keep the one-generic form. Dilated, asymmetrically padded, non-square; values against
+    torch."""
+    import torch
+
+    from rlx_mlir.dialects.conv import TAP_COPY_MAX_WIDTH, TAP_COPY_MIN_WIDTH
+
+    x = rng.standard_normal((3, 8, 12, width)).astype(np.float32)
+    w = (rng.standard_normal((16, 8, 3, 3)) * 0.3).astype(np.float32)
+    kw = dict(padding=(1, 2), dilation=(1, 2), stride=(stride, stride))
+    assert (TAP_COPY_MIN_WIDTH <= width <= TAP_COPY_MAX_WIDTH) == (width == 20)
+    loss = lambda x, w: (rlx.nn.conv2d(x, w, **kw) ** 2).sum()  # noqa: E731
+    grads = rlx.grad(loss, argnums=(0, 1))
+    text = stage_texts(rlx.trace(grads, (x, w)).module)["contractions"]
+    tap_copy = "affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d1, d5, d6)>"
+    assert (tap_copy in text) == tap_copies
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    y = torch.nn.functional.conv2d(tx, tw, **kw)
+    np.testing.assert_allclose(rlx.jit(lambda x, w: rlx.nn.conv2d(x, w, **kw))(x, w),
+                               y.detach().numpy(), rtol=1e-4, atol=1e-4)
+    for got, want in zip(rlx.jit(grads)(x, w), torch.autograd.grad((y ** 2).sum(), (tx, tw)),
+                         strict=True):
+        want = want.numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("groups,channels", [(32, 32), (1, 8)])
 def test_small_strided_convs_run_one_image_at_a_time(groups, channels, rng):
     """A strided conv from STRIDED_PER_IMAGE_MIN_FLOPS (here a depthwise and a dense one
