@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from rlx_mlir.diagnostics import RlxError, loc_from_attr, make_loc
+from rlx_mlir.diagnostics import RlxError, loc_from_attr, make_loc, op_message
 from rlx_mlir.dialects import op_by_name
 from rlx_mlir.dialects.base import (
     FLOAT_DTYPES,
@@ -332,9 +332,16 @@ class Tensor:
 
     def astype(self, dtype: Any) -> Tensor:
         """A cast to ``dtype``: an rlx name (``"f64"``) or a numpy one (``np.float64``,
-        ``"float64"``)."""
+        ``"float64"``). Float to integer truncates toward zero, as numpy and JAX
+        (``rlx.cast`` itself rounds half away from zero, SPEC 2.1.5).
+
+        >>> x.astype(np.int32)   # [2.7, -2.7, 0.5] -> [2, -2, 0]   # doctest: +SKIP
+        """
         name = _dtype_name(dtype)
-        return self if name == self.dtype else self.builder.cast(self, name)
+        if name == self.dtype:
+            return self
+        truncate = self.dtype in ("f32", "f64") and name in ("i32", "i64")
+        return self.builder.cast(_trunc(self) if truncate else self, name)
 
     def _reduce(self, kind: str, axis: Any, keepdims: bool, options: dict[str, Any]
                 ) -> Tensor:
@@ -541,7 +548,7 @@ class Builder:
             _check_operand_count(op_cls, len(values))
             op = op_cls.make(values, attrs, out)
         except (VerifyException, TypeError) as e:
-            raise RlxError(f"'{op_cls.name}' op {e}", loc=loc_from_attr(loc)) from None
+            raise RlxError(op_message(op_cls.name, e), loc=loc_from_attr(loc)) from None
         if loc is not None:
             op.location = loc
         self.block.add_op(op)
@@ -611,7 +618,7 @@ class Builder:
             op = op_cls.make([self._value(o) for o in operands], attrs, out, regions)
             op.verify()
         except (VerifyException, TypeError) as e:
-            raise RlxError(f"'{op_cls.name}' op {e}", loc=loc_from_attr(loc)) from None
+            raise RlxError(op_message(op_cls.name, e), loc=loc_from_attr(loc)) from None
         if loc is not None:
             op.location = loc
         self.block.add_op(op)

@@ -45,6 +45,17 @@ def make_loc(file: str, line: int, col: int) -> Attribute:
     return FileLineColLoc(StringAttr(file), IntAttr(line), IntAttr(col))
 
 
+def op_message(op_name: str, error: Exception | str) -> str:
+    """``'rlx.mul' op <what is wrong>``, MLIR's form of a verifier message (a message that
+    already starts with the op's name does not repeat it).
+
+    >>> op_message("rlx.mul", "'rlx.mul' does not support element type i1")
+    "'rlx.mul' op does not support element type i1"
+    """
+    text, named = str(error), f"'{op_name}' "
+    return f"'{op_name}' op {text[len(named):] if text.startswith(named) else text}"
+
+
 class RlxError(Exception):
     """A located, user-facing error.
 

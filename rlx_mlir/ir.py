@@ -35,7 +35,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
-from rlx_mlir.diagnostics import RlxError, SourceLoc, loc_of, make_loc
+from rlx_mlir.diagnostics import RlxError, SourceLoc, loc_of, make_loc, op_message
 from rlx_mlir.dialects import Rlx
 
 
@@ -298,7 +298,7 @@ def _op_errors(module: Operation, stop_at_first: bool, skip: set[int]) -> list[R
             op.verify(verify_nested_ops=False)
             _check_tensor_sizes(op)
         except VerifyException as e:
-            errors.append(RlxError(f"'{op.name}' op {e}", op=op))
+            errors.append(RlxError(op_message(op.name, e), op=op))
             if stop_at_first:
                 break
             holding_failed.update(id(parent) for parent in _ancestors(op))

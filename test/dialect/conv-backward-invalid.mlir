@@ -36,7 +36,7 @@ func.func @input_result_rank(%dy: tensor<1x4x6x6xf32>, %w: tensor<4x3x3x3xf32>) 
 // -----
 
 func.func @input_dtype(%dy: tensor<1x4x6x6xf32>, %w: tensor<4x3x3x3xf64>) -> tensor<1x3x8x8xf32> {
-  // expected-error @below {{'rlx.conv2d_backward_input' operands and result must share one element type}}
+  // expected-error @below {{'rlx.conv2d_backward_input' op operands and result must share one element type}}
   %0 = rlx.conv2d_backward_input %dy, %w : (tensor<1x4x6x6xf32>, tensor<4x3x3x3xf64>) -> tensor<1x3x8x8xf32>
   func.return %0 : tensor<1x3x8x8xf32>
 }
@@ -44,7 +44,7 @@ func.func @input_dtype(%dy: tensor<1x4x6x6xf32>, %w: tensor<4x3x3x3xf64>) -> ten
 // -----
 
 func.func @input_result_dtype(%dy: tensor<1x4x6x6xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf64> {
-  // expected-error @below {{'rlx.conv2d_backward_input' operands and result must share one element type}}
+  // expected-error @below {{'rlx.conv2d_backward_input' op operands and result must share one element type}}
   %0 = rlx.conv2d_backward_input %dy, %w : (tensor<1x4x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf64>
   func.return %0 : tensor<1x3x8x8xf64>
 }
@@ -52,7 +52,7 @@ func.func @input_result_dtype(%dy: tensor<1x4x6x6xf32>, %w: tensor<4x3x3x3xf32>)
 // -----
 
 func.func @input_int(%dy: tensor<1x4x6x6xi32>, %w: tensor<4x3x3x3xi32>) -> tensor<1x3x8x8xi32> {
-  // expected-error @below {{'rlx.conv2d_backward_input' operand 0 must be f32 or f64, got tensor<1x4x6x6xi32>}}
+  // expected-error @below {{'rlx.conv2d_backward_input' op operand 0 must be f32 or f64, got tensor<1x4x6x6xi32>}}
   %0 = rlx.conv2d_backward_input %dy, %w : (tensor<1x4x6x6xi32>, tensor<4x3x3x3xi32>) -> tensor<1x3x8x8xi32>
   func.return %0 : tensor<1x3x8x8xi32>
 }
@@ -116,7 +116,7 @@ func.func @weight_result_rank(%x: tensor<2x4x6x6xf32>, %dy: tensor<2x6x4x4xf32>)
 // -----
 
 func.func @weight_dtype(%x: tensor<2x4x6x6xf64>, %dy: tensor<2x6x4x4xf32>) -> tensor<6x4x3x3xf32> {
-  // expected-error @below {{'rlx.conv2d_backward_weight' operands and result must share one element type}}
+  // expected-error @below {{'rlx.conv2d_backward_weight' op operands and result must share one element type}}
   %0 = rlx.conv2d_backward_weight %x, %dy : (tensor<2x4x6x6xf64>, tensor<2x6x4x4xf32>) -> tensor<6x4x3x3xf32>
   func.return %0 : tensor<6x4x3x3xf32>
 }
@@ -164,7 +164,7 @@ func.func @pool_rank(%x: tensor<2x8x6xf32>, %dy: tensor<2x4x3xf32>) -> tensor<2x
 // -----
 
 func.func @pool_dtype(%x: tensor<1x2x8x6xf32>, %dy: tensor<1x2x4x3xf64>) -> tensor<1x2x8x6xf32> {
-  // expected-error @below {{'rlx.max_pool2d_backward' operands must share one element type}}
+  // expected-error @below {{'rlx.max_pool2d_backward' op operands must share one element type}}
   %0 = rlx.max_pool2d_backward %x, %dy {kernel = array<i64: 2, 2>} : (tensor<1x2x8x6xf32>, tensor<1x2x4x3xf64>) -> tensor<1x2x8x6xf32>
   func.return %0 : tensor<1x2x8x6xf32>
 }

@@ -115,7 +115,7 @@ func.func @bias_shape(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tens
 // -----
 
 func.func @dtype_mix(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf64>) -> tensor<1x4x6x6xf32> {
-  // expected-error @below {{'rlx.conv2d' operands must share one element type}}
+  // expected-error @below {{'rlx.conv2d' op operands must share one element type}}
   %0 = rlx.conv2d %x, %w : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf64>) -> tensor<1x4x6x6xf32>
   func.return %0 : tensor<1x4x6x6xf32>
 }
@@ -123,7 +123,7 @@ func.func @dtype_mix(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf64>) -> tensor
 // -----
 
 func.func @bias_dtype_mix(%x: tensor<1x3x8x8xf64>, %w: tensor<4x3x3x3xf64>, %b: tensor<4xf32>) -> tensor<1x4x6x6xf64> {
-  // expected-error @below {{'rlx.conv2d' operands must share one element type}}
+  // expected-error @below {{'rlx.conv2d' op operands must share one element type}}
   %0 = rlx.conv2d %x, %w, %b : (tensor<1x3x8x8xf64>, tensor<4x3x3x3xf64>, tensor<4xf32>) -> tensor<1x4x6x6xf64>
   func.return %0 : tensor<1x4x6x6xf64>
 }

@@ -27,7 +27,7 @@ func.func @bad_result(%x: tensor<4xf32>) -> tensor<5xf32> {
 // -----
 
 func.func @int_activation(%x: tensor<4xi64>) -> tensor<4xi64> {
-  // expected-error @below {{'rlx.exp' does not support element type i64}}
+  // expected-error @below {{'rlx.exp' op does not support element type i64}}
   %0 = rlx.exp %x : (tensor<4xi64>) -> tensor<4xi64>
   func.return %0 : tensor<4xi64>
 }

@@ -19,7 +19,7 @@ func.func @cumsum_axis(%dy: tensor<2x5xf32>) -> tensor<2x5xf32> {
 // -----
 
 func.func @cumsum_rank0(%dy: tensor<f32>) -> tensor<f32> {
-  // expected-error @below {{'rlx.cumsum_backward' dy must have rank >= 1, got tensor<f32>}}
+  // expected-error @below {{'rlx.cumsum_backward' op dy must have rank >= 1, got tensor<f32>}}
   %0 = rlx.cumsum_backward %dy : (tensor<f32>) -> tensor<f32>
   func.return %0 : tensor<f32>
 }
@@ -27,7 +27,7 @@ func.func @cumsum_rank0(%dy: tensor<f32>) -> tensor<f32> {
 // -----
 
 func.func @cumsum_bool(%dy: tensor<3xi1>) -> tensor<3xi1> {
-  // expected-error @below {{'rlx.cumsum_backward' does not support element type i1}}
+  // expected-error @below {{'rlx.cumsum_backward' op does not support element type i1}}
   %0 = rlx.cumsum_backward %dy : (tensor<3xi1>) -> tensor<3xi1>
   func.return %0 : tensor<3xi1>
 }
@@ -60,7 +60,7 @@ func.func @gather_axis_shape(%dy: tensor<3x4xf32>, %ids: tensor<3xi64>) -> tenso
 // -----
 
 func.func @gather_index_dtype(%dy: tensor<3x4xf32>, %ids: tensor<3xi1>) -> tensor<10x4xf32> {
-  // expected-error @below {{'rlx.gather_backward' indices must be i32, i64 or f32-encoded integers, got tensor<3xi1>}}
+  // expected-error @below {{'rlx.gather_backward' op indices must be i32, i64 or f32-encoded integers, got tensor<3xi1>}}
   %0 = rlx.gather_backward %dy, %ids : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<10x4xf32>
   func.return %0 : tensor<10x4xf32>
 }
@@ -68,7 +68,7 @@ func.func @gather_index_dtype(%dy: tensor<3x4xf32>, %ids: tensor<3xi1>) -> tenso
 // -----
 
 func.func @gather_result_dtype(%dy: tensor<3x4xf32>, %ids: tensor<3xi64>) -> tensor<10x4xf64> {
-  // expected-error @below {{'rlx.gather_backward' dy and result}}
+  // expected-error @below {{'rlx.gather_backward' op dy and result}}
   %0 = rlx.gather_backward %dy, %ids : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<10x4xf64>
   func.return %0 : tensor<10x4xf64>
 }

@@ -35,7 +35,7 @@ func.func @matmul_rhs_rank1(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x
 // -----
 
 func.func @matmul_dtype_mix(%a: tensor<4x8xf32>, %b: tensor<8x5xf64>) -> tensor<4x5xf32> {
-  // expected-error @below {{'rlx.matmul' operands must share one element type}}
+  // expected-error @below {{'rlx.matmul' op operands must share one element type}}
   %0 = rlx.matmul %a, %b : (tensor<4x8xf32>, tensor<8x5xf64>) -> tensor<4x5xf32>
   func.return %0 : tensor<4x5xf32>
 }
@@ -43,7 +43,7 @@ func.func @matmul_dtype_mix(%a: tensor<4x8xf32>, %b: tensor<8x5xf64>) -> tensor<
 // -----
 
 func.func @matmul_bool(%a: tensor<4x8xi1>, %b: tensor<8x5xi1>) -> tensor<4x5xi1> {
-  // expected-error @below {{'rlx.matmul' does not support element type i1}}
+  // expected-error @below {{'rlx.matmul' op does not support element type i1}}
   %0 = rlx.matmul %a, %b : (tensor<4x8xi1>, tensor<8x5xi1>) -> tensor<4x5xi1>
   func.return %0 : tensor<4x5xi1>
 }
@@ -123,7 +123,7 @@ func.func @reduce_bad_result(%x: tensor<2x3x4xf32>) -> tensor<3xf32> {
 // -----
 
 func.func @mean_of_ints(%x: tensor<2x3xi64>) -> tensor<2xi64> {
-  // expected-error @below {{'rlx.reduce_mean' does not support element type i64 (supported: f32, f64)}}
+  // expected-error @below {{'rlx.reduce_mean' op does not support element type i64 (supported: f32, f64)}}
   %0 = rlx.reduce_mean %x {axes = array<i64: 1>} : (tensor<2x3xi64>) -> tensor<2xi64>
   func.return %0 : tensor<2xi64>
 }
@@ -163,7 +163,7 @@ func.func @cumsum_exclusive_not_bool(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
 // -----
 
 func.func @cumsum_scalar(%x: tensor<f32>) -> tensor<f32> {
-  // expected-error @below {{'rlx.cumsum' operand must have rank >= 1, got tensor<f32>}}
+  // expected-error @below {{'rlx.cumsum' op operand must have rank >= 1, got tensor<f32>}}
   %0 = rlx.cumsum %x : (tensor<f32>) -> tensor<f32>
   func.return %0 : tensor<f32>
 }

@@ -115,7 +115,7 @@ func.func @concat_rank(%a: tensor<2x3xf32>, %b: tensor<2x3x1xf32>) -> tensor<4x3
 // -----
 
 func.func @concat_dtype(%a: tensor<2x3xf32>, %b: tensor<2x3xf64>) -> tensor<4x3xf32> {
-  // expected-error @below {{'rlx.concat' operands must share one element type}}
+  // expected-error @below {{'rlx.concat' op operands must share one element type}}
   %0 = rlx.concat %a, %b {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2x3xf64>) -> tensor<4x3xf32>
   func.return %0 : tensor<4x3xf32>
 }
@@ -139,7 +139,7 @@ func.func @concat_no_axis(%a: tensor<2x3xf32>) -> tensor<4x3xf32> {
 // -----
 
 func.func @concat_none() -> tensor<2xf32> {
-  // expected-error @below {{'rlx.concat' needs at least one operand}}
+  // expected-error @below {{'rlx.concat' op needs at least one operand}}
   %0 = rlx.concat {axis = 0 : i64} : () -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
@@ -147,7 +147,7 @@ func.func @concat_none() -> tensor<2xf32> {
 // -----
 
 func.func @concat_scalar(%a: tensor<f32>) -> tensor<2xf32> {
-  // expected-error @below {{'rlx.concat' operand must have rank >= 1}}
+  // expected-error @below {{'rlx.concat' op operand must have rank >= 1}}
   %0 = rlx.concat %a, %a {axis = 0 : i64} : (tensor<f32>, tensor<f32>) -> tensor<2xf32>
   func.return %0 : tensor<2xf32>
 }
@@ -195,7 +195,7 @@ func.func @narrow_missing(%x: tensor<4x8xf32>) -> tensor<1x8xf32> {
 // -----
 
 func.func @gather_index_dtype(%w: tensor<10x4xf32>, %i: tensor<3xi1>) -> tensor<3x4xf32> {
-  // expected-error @below {{'rlx.gather' indices must be i32, i64 or f32-encoded integers, got tensor<3xi1>}}
+  // expected-error @below {{'rlx.gather' op indices must be i32, i64 or f32-encoded integers, got tensor<3xi1>}}
   %0 = rlx.gather %w, %i : (tensor<10x4xf32>, tensor<3xi1>) -> tensor<3x4xf32>
   func.return %0 : tensor<3x4xf32>
 }
@@ -203,7 +203,7 @@ func.func @gather_index_dtype(%w: tensor<10x4xf32>, %i: tensor<3xi1>) -> tensor<
 // -----
 
 func.func @gather_bool_index(%w: tensor<10x4xf32>, %i: tensor<3xi1>) -> tensor<3x4xf32> {
-  // expected-error @below {{'rlx.gather' indices must be i32, i64 or f32-encoded integers}}
+  // expected-error @below {{'rlx.gather' op indices must be i32, i64 or f32-encoded integers}}
   %0 = rlx.gather %w, %i : (tensor<10x4xf32>, tensor<3xi1>) -> tensor<3x4xf32>
   func.return %0 : tensor<3x4xf32>
 }
@@ -227,7 +227,7 @@ func.func @gather_result(%w: tensor<10x4xf32>, %i: tensor<2x3xi64>) -> tensor<6x
 // -----
 
 func.func @gather_scalar_table(%w: tensor<f32>, %i: tensor<3xi64>) -> tensor<3xf32> {
-  // expected-error @below {{'rlx.gather' table must have rank >= 1}}
+  // expected-error @below {{'rlx.gather' op table must have rank >= 1}}
   %0 = rlx.gather %w, %i : (tensor<f32>, tensor<3xi64>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }
@@ -235,7 +235,7 @@ func.func @gather_scalar_table(%w: tensor<f32>, %i: tensor<3xi64>) -> tensor<3xf
 // -----
 
 func.func @gather_empty_dim(%w: tensor<0x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
-  // expected-error @below {{'rlx.gather' cannot index the empty dim 0}}
+  // expected-error @below {{'rlx.gather' op cannot index the empty dim 0}}
   %0 = rlx.gather %w, %i : (tensor<0x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
   func.return %0 : tensor<3x4xf32>
 }
@@ -283,7 +283,7 @@ func.func @scatter_result_dtype(%u: tensor<5x4xf32>, %i: tensor<5xi64>) -> tenso
 // -----
 
 func.func @scatter_bool(%u: tensor<5xi1>, %i: tensor<5xi64>) -> tensor<10xi1> {
-  // expected-error @below {{'rlx.scatter_add' updates has element type i1 (supported: f32, f64, i32, i64)}}
+  // expected-error @below {{'rlx.scatter_add' op updates has element type i1 (supported: f32, f64, i32, i64)}}
   %0 = rlx.scatter_add %u, %i : (tensor<5xi1>, tensor<5xi64>) -> tensor<10xi1>
   func.return %0 : tensor<10xi1>
 }
@@ -291,7 +291,7 @@ func.func @scatter_bool(%u: tensor<5xi1>, %i: tensor<5xi64>) -> tensor<10xi1> {
 // -----
 
 func.func @scatter_index_dtype(%u: tensor<5x4xf32>, %i: tensor<5xi1>) -> tensor<10x4xf32> {
-  // expected-error @below {{'rlx.scatter_add' indices must be i32, i64 or f32-encoded integers}}
+  // expected-error @below {{'rlx.scatter_add' op indices must be i32, i64 or f32-encoded integers}}
   %0 = rlx.scatter_add %u, %i : (tensor<5x4xf32>, tensor<5xi1>) -> tensor<10x4xf32>
   func.return %0 : tensor<10x4xf32>
 }
@@ -299,7 +299,7 @@ func.func @scatter_index_dtype(%u: tensor<5x4xf32>, %i: tensor<5xi1>) -> tensor<
 // -----
 
 func.func @complex_transpose(%x: tensor<2x3xcomplex<f32>>) -> tensor<3x2xcomplex<f32>> {
-  // expected-error @below {{'rlx.transpose' operand has element type c64 (supported: f32, f64, i1, i32, i64)}}
+  // expected-error @below {{'rlx.transpose' op operand has element type c64 (supported: f32, f64, i1, i32, i64)}}
   %0 = rlx.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xcomplex<f32>>) -> tensor<3x2xcomplex<f32>>
   func.return %0 : tensor<3x2xcomplex<f32>>
 }

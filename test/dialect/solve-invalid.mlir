@@ -11,7 +11,7 @@ func.func @not_square(%a: tensor<3x4xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
 // -----
 
 func.func @a_rank(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
-  // expected-error @below {{'rlx.dense_solve' A must have rank 2, got tensor<3xf32>}}
+  // expected-error @below {{'rlx.dense_solve' op A must have rank 2, got tensor<3xf32>}}
   %0 = rlx.dense_solve %a, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }
@@ -19,7 +19,7 @@ func.func @a_rank(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
 // -----
 
 func.func @b_rank(%a: tensor<3x3xf32>, %b: tensor<3x2x1xf32>) -> tensor<3x2x1xf32> {
-  // expected-error @below {{'rlx.dense_solve' B must have rank 1 or 2, got tensor<3x2x1xf32>}}
+  // expected-error @below {{'rlx.dense_solve' op B must have rank 1 or 2, got tensor<3x2x1xf32>}}
   %0 = rlx.dense_solve %a, %b : (tensor<3x3xf32>, tensor<3x2x1xf32>) -> tensor<3x2x1xf32>
   func.return %0 : tensor<3x2x1xf32>
 }
@@ -35,7 +35,7 @@ func.func @rows(%a: tensor<3x3xf64>, %b: tensor<4x2xf64>) -> tensor<4x2xf64> {
 // -----
 
 func.func @mixed_dtypes(%a: tensor<3x3xf32>, %b: tensor<3xf64>) -> tensor<3xf64> {
-  // expected-error @below {{'rlx.dense_solve' operands must share one element type, got tensor<3x3xf32>, tensor<3xf64>}}
+  // expected-error @below {{'rlx.dense_solve' op operands must share one element type, got tensor<3x3xf32>, tensor<3xf64>}}
   %0 = rlx.dense_solve %a, %b : (tensor<3x3xf32>, tensor<3xf64>) -> tensor<3xf64>
   func.return %0 : tensor<3xf64>
 }
@@ -43,7 +43,7 @@ func.func @mixed_dtypes(%a: tensor<3x3xf32>, %b: tensor<3xf64>) -> tensor<3xf64>
 // -----
 
 func.func @int_dtype(%a: tensor<3x3xi32>, %b: tensor<3xi32>) -> tensor<3xi32> {
-  // expected-error @below {{'rlx.dense_solve' operands must be f32 or f64, got i32}}
+  // expected-error @below {{'rlx.dense_solve' op operands must be f32 or f64, got i32}}
   %0 = rlx.dense_solve %a, %b : (tensor<3x3xi32>, tensor<3xi32>) -> tensor<3xi32>
   func.return %0 : tensor<3xi32>
 }
@@ -67,7 +67,7 @@ func.func @unknown_attr(%a: tensor<3x3xf32>, %b: tensor<3xf32>) -> tensor<3xf32>
 // -----
 
 func.func @batched_a_rank(%a: tensor<3x3xf32>, %b: tensor<3x3xf32>) -> tensor<3x3xf32> {
-  // expected-error @below {{'rlx.batched_dense_solve' A must have rank 3, got tensor<3x3xf32>}}
+  // expected-error @below {{'rlx.batched_dense_solve' op A must have rank 3, got tensor<3x3xf32>}}
   %0 = rlx.batched_dense_solve %a, %b : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
   func.return %0 : tensor<3x3xf32>
 }
@@ -75,7 +75,7 @@ func.func @batched_a_rank(%a: tensor<3x3xf32>, %b: tensor<3x3xf32>) -> tensor<3x
 // -----
 
 func.func @batched_b_rank(%a: tensor<2x3x3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
-  // expected-error @below {{'rlx.batched_dense_solve' B must have rank 2 or 3, got tensor<3xf32>}}
+  // expected-error @below {{'rlx.batched_dense_solve' op B must have rank 2 or 3, got tensor<3xf32>}}
   %0 = rlx.batched_dense_solve %a, %b : (tensor<2x3x3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }

@@ -132,3 +132,21 @@ def test_concat_of_f32_and_f64_is_f64():
     got = rlx.jit(lambda a, b: rlx.nn.concat([a, b, a]))(np.ones(2, np.float32), np.full(2, 2.0))
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, [1, 1, 2, 2, 1, 1])
+
+
+def test_astype_from_float_to_integer_truncates_like_numpy():
+    """``.astype(int)`` rounds toward zero (numpy, JAX), so bucketing ``(x * 4).astype``
+    stays in range; ``rlx.cast`` itself keeps SPEC's half-away-from-zero rounding."""
+    v = np.array([0.5, 1.5, 2.5, -0.5, 1.7, -1.7, 3.0, -3.0, 0.99], np.float32)
+    for dtype in (np.int32, np.int64, "i32"):
+        np.testing.assert_array_equal(rlx.jit(lambda x, d=dtype: x.astype(d))(v),
+                                      v.astype(np.int32))
+    np.testing.assert_array_equal(rlx.jit(lambda x: x.astype(np.int64))(v.astype(np.float64)),
+                                  v.astype(np.int64))
+    buckets = np.linspace(0, 0.99, 8).astype(np.float32)
+    np.testing.assert_array_equal(rlx.jit(lambda x: (x * 4).astype(np.int32))(buckets),
+                                  (buckets * 4).astype(np.int32))
+    b = rlx.Builder("c")
+    b.ret(b.cast(b.input("x", (9,)), "i32"))
+    (rounded,) = rlx.compile(b.module)(v)
+    np.testing.assert_array_equal(rounded, np.sign(v) * np.floor(np.abs(v) + 0.5))
