@@ -21,6 +21,7 @@ JAX.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -115,6 +116,19 @@ class Tensor:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def size(self) -> int:
+        """The number of elements (numpy's ``size``)."""
+        return math.prod(self.shape)
+
+    def __getattr__(self, name: str):
+        """PyTorch spellings get a pointer to the numpy one rlx tensors follow."""
+        hint = _TORCH_SPELLINGS.get(name)
+        if hint is None or name.startswith("_"):
+            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        raise AttributeError(f"'Tensor' object has no attribute '{name}' (rlx tensors follow "
+                             f"numpy and JAX: {hint})")
+
     def __repr__(self) -> str:
         return f"Tensor({self.type})"
 
@@ -152,6 +166,8 @@ class Tensor:
             return self, other
         if np.asarray(other).dtype.kind in "fc" and not _is_inexact(self.dtype):
             return self.astype("f32"), other
+        if self.dtype == "i1" and np.asarray(other).dtype.kind in "iu":
+            return self.astype(_integer_for(other)), other  # (x > 0) * 2 is an integer
         return self, other
 
     def _operands(self, other: Any) -> tuple[Tensor, Tensor]:
@@ -164,6 +180,8 @@ class Tensor:
         """``self <op> other`` (``other <op> self`` when ``reverse``), emitted into the
         innermost of the operands' builders (a closure's trace, not the enclosing one)."""
         x, y = self._operands(other)
+        if x.dtype == y.dtype == "i1" and op in _BOOL_ARITHMETIC:
+            return _BOOL_ARITHMETIC[op](x, y)
         return getattr(innermost(x, y), op)(*((y, x) if reverse else (x, y)))
 
     def __add__(self, o):
@@ -348,6 +366,8 @@ class Tensor:
         """``reduce_<kind>`` over ``axis`` (None: all; ``()``: none, ``self`` as numpy
         returns it). ``options`` are numpy's keywords: ``dtype`` casts first, ``out``
         must be None (what ``np.sum(t)`` passes)."""
+        if self.dtype == "i1" and kind in ("max", "min") and "dtype" not in options:
+            return self.astype("i32")._reduce(kind, axis, keepdims, options) != 0  # any/all
         x = _reduce_input(self, kind, options)
         axes = list(range(x.ndim)) if axis is None else (
             [axis] if isinstance(axis, (int, np.integer)) else list(axis))
@@ -941,6 +961,39 @@ def _minus_product(a: Tensor, x: Tensor, y: Tensor) -> Tensor:
 
 
 _INTEGER_WIDTH = {"i1": 0, "i32": 1, "i64": 2}
+
+
+_TORCH_SPELLINGS = {
+    "view": "use .reshape(...)", "permute": "use .transpose(...)",
+    "unsqueeze": "index with None, e.g. x[:, None]", "item": "return the tensor and "
+    "read the value from the result", "float": "use .astype(np.float32)",
+    "double": "use .astype(np.float64)", "long": "use .astype(np.int64)",
+    "int": "use .astype(np.int32)", "dim": "use .ndim", "numel": "use .size",
+    "detach": "use rlx.nn.stop_gradient(x)", "numpy": "return the tensor: compiled "
+    "functions return numpy arrays", "contiguous": "not needed (drop it)",
+    "t": "use .T", "masked_fill": "use rlx.nn.where(mask, value, x)",
+}
+"""PyTorch tensor methods a port may call, and the rlx (numpy) way to say each."""
+
+
+def _bool_subtract(a: Tensor, b: Tensor) -> Tensor:
+    raise RlxError("boolean subtract, the `-` operator, is not supported (as in numpy): use "
+                   "`^` for exclusive or, or cast to a number first",
+                   loc=loc_from_attr(_user_location()))
+
+
+_BOOL_ARITHMETIC: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+    "add": lambda a, b: a | b, "mul": lambda a, b: a & b, "sub": _bool_subtract,
+}
+"""numpy's and JAX's arithmetic between two bool tensors: ``+`` is or, ``*`` is and."""
+
+
+def _integer_for(number: Any) -> str:
+    """The integer dtype a bool tensor takes with ``number``: i32 for a Python int (JAX's
+    default), a numpy integer's own width otherwise."""
+    if isinstance(number, int):
+        return "i32"
+    return "i64" if np.asarray(number).dtype.itemsize > 4 else "i32"
 
 
 def _wider_integer(a: str, b: str) -> str | None:

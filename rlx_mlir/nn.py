@@ -345,6 +345,8 @@ def cumsum(x: Tensor, axis: int | None = None, exclusive: bool = False) -> Tenso
     the elements before each position only (``y[0] = 0``)."""
     if axis is None:
         x, axis = x.reshape(-1), 0
+    if x.dtype == "i1":
+        x = x.astype("i32")  # a running count, as JAX's
     return _b(x).cumsum(x, axis=_axis(axis, x.ndim, "cumsum"), exclusive=exclusive)
 
 

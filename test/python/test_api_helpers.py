@@ -150,3 +150,30 @@ def test_astype_from_float_to_integer_truncates_like_numpy():
     b.ret(b.cast(b.input("x", (9,)), "i32"))
     (rounded,) = rlx.compile(b.module)(v)
     np.testing.assert_array_equal(rounded, np.sign(v) * np.floor(np.abs(v) + 0.5))
+
+
+@pytest.mark.parametrize("name,f", [
+    ("bool * int", lambda x: (x > 0) * 2), ("int - bool", lambda x: 2 - (x > 0)),
+    ("bool + bool", lambda x: (x > 0) + (x > 1)), ("bool * bool", lambda x: (x > 0) * (x > 1)),
+    ("bool max", lambda x: (x > 0).max(axis=0)), ("bool min", lambda x: (x > 0).min()),
+    ("cumsum of bool", lambda x: (rlx.nn if isinstance(x, rlx.Tensor) else jax.numpy)
+     .cumsum(x > 0)),
+])
+def test_bool_arithmetic_follows_jax(name, f):
+    """numpy/JAX promotion: a bool tensor with a Python int is an int32, bool + bool is
+    or, bool * bool is and, bool max / min are any / all, cumsum counts."""
+    x = np.array([[-1.0, 0.5, 2.0], [0.0, 3.0, -2.0]], np.float32)
+    got, want = rlx.jit(f)(x), np.asarray(f(jax.numpy.asarray(x)))
+    assert got.dtype == want.dtype, name
+    np.testing.assert_array_equal(got, want)
+
+
+def test_bool_subtract_and_torch_spellings_are_clear_errors():
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(rlx.RlxError, match="boolean subtract"):
+        rlx.jit(lambda a: (a > 0) - (a > 1))(x)
+    with pytest.raises(AttributeError, match=r"no attribute 'view' .*use \.reshape"):
+        rlx.jit(lambda a: a.view(3, 2))(x)
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'$"):
+        rlx.jit(lambda a: a.nonsense)(x)
+    np.testing.assert_array_equal(rlx.jit(lambda a: a * a.size)(x), x * 6)
