@@ -296,8 +296,9 @@ def trace(fn: Callable, args: Sequence[Any], name: str = "main",
     _check_trace_call(fn, args, name, params)
     _check_arity(fn, args)
     leaves, tree = flatten(list(args))
+    names = _named_by_parameter(fn, [p for p, _ in leaves])
     b = Builder(name)
-    tensors = _arguments(b, leaves, params)
+    tensors = _arguments(b, leaves, params, names)
     stack = _active()
     closure = b.capture = _Closure(b, stack[-1] if stack else None)
     stack.append(b)
@@ -308,7 +309,27 @@ def trace(fn: Callable, args: Sequence[Any], name: str = "main",
     finally:
         stack.pop()
         b.capture = None
-    return Traced(b.module, name, [p for p, _ in leaves], out_tree, closure.captures)
+    return Traced(b.module, name, names, out_tree, closure.captures)
+
+
+def _named_by_parameter(fn: Callable, paths: list[str]) -> list[str]:
+    """Leaf paths under positional argument ``i`` (``[i]``, ``[i].w``, ``[i][1]``) named
+    after ``fn``'s parameter there (``x``, ``params.w``, ``xs[1]``), so a compiled function
+    takes its arguments by those names and errors name them; ``[i]`` stays for ``*args``
+    and functions without a signature."""
+    signature = python_signature(fn)
+    if signature is None:
+        return paths
+    positional = []
+    for p in signature.parameters.values():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        positional.append(p.name)
+    named = []
+    for path in paths:
+        top, rest = int(path[1:path.index("]")]), path[path.index("]") + 1:]
+        named.append(positional[top] + rest if top < len(positional) else path)
+    return named
 
 
 def _check_trace_call(fn: Any, args: Any, name: Any, params: Any) -> None:
@@ -326,16 +347,16 @@ def _check_trace_call(fn: Any, args: Any, name: Any, params: Any) -> None:
         raise _error(f"trace: params must be a sequence of argument indices; got {params!r}")
 
 
-def _arguments(b: Builder, leaves: list[tuple[str, Any]], params: Sequence[int]
-               ) -> list[Tensor]:
-    """One argument of ``b`` per leaf: ``rlx.param`` for leaves of ``args[i]``, i in
-    ``params``, else ``rlx.input``."""
+def _arguments(b: Builder, leaves: list[tuple[str, Any]], params: Sequence[int],
+               names: Sequence[str]) -> list[Tensor]:
+    """One argument of ``b`` per leaf, named ``names[k]``: ``rlx.param`` for leaves of
+    ``args[i]`` (path ``[i]...``), i in ``params``, else ``rlx.input``."""
     tensors = []
-    for path, leaf in leaves:
+    for (path, leaf), name in zip(leaves, names, strict=True):
         shape, dtype = _spec(leaf)
         top = int(path[1:path.index("]")])
         make = b.param if top in params else b.input
-        tensors.append(make(path, shape, dtype))
+        tensors.append(make(name, shape, dtype))
     return tensors
 
 

@@ -164,7 +164,7 @@ def test_bool_arithmetic_follows_jax(name, f):
     or, bool * bool is and, bool max / min are any / all, cumsum counts."""
     x = np.array([[-1.0, 0.5, 2.0], [0.0, 3.0, -2.0]], np.float32)
     got, want = rlx.jit(f)(x), np.asarray(f(jax.numpy.asarray(x)))
-    assert got.dtype == want.dtype, name
+    assert got.dtype == (np.int32 if want.dtype.kind == "i" else want.dtype), name  # JAX x32
     np.testing.assert_array_equal(got, want)
 
 

@@ -105,7 +105,7 @@ def test_scan_ir_passes_the_closure_as_a_broadcast_operand_and_stores_ys_once():
     """The weight becomes a broadcast operand of rlx.scan; ``return h, h`` is a trajectory
     scan of the carry itself (no packing)."""
     ir = text(rnn(*RLX), W, H0, XS)
-    assert "rlx.scan %1, %0, %2 {length = 5 : i64, num_xs = 1 : i64, save_trajectory = true}" in ir
+    assert "rlx.scan %h0, %w, %xs {length = 5 : i64, num_xs = 1 : i64, save_trajectory = true}" in ir
     assert "rlx.concat" not in ir and "captured" not in ir
 
 

@@ -324,7 +324,7 @@ def test_data_closed_over_is_not_part_of_the_cache_key(rng):
     traced = rlx.jit(lambda w: loss(w, xb, yb)).lower(w)
     assert "rlx.constant" in traced.as_text()
     run = jit_compile(traced)
-    assert [a.name for a in run.signature.args] == ["[0]"] and len(run.hidden) == 2
+    assert [a.name for a in run.signature.args] == ["w"] and len(run.hidden) == 2
     np.testing.assert_allclose(run(w)[0], rlx.interpret(traced.module, w, entry=traced.name),
                                rtol=1e-6)
 
