@@ -720,22 +720,11 @@ def test_big_dense_conv_gradients_run_one_packed_matmul_per_image(batch, dilatio
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("groups,stride,size", [(2, 1, 48), (4, 1, 48), (2, 2, 96),
-                                                (8, 2, 128)])
-def test_big_grouped_conv_and_its_gradients_run_one_image_at_a_time(groups, stride, size,
-                                                                     rng):
-    """A grouped conv of 2^27+ flops and both its gradients take the dense conv's
-    per-image form, each group of an image a matmul on in-cache patches (over the whole
-    batch 2-4x slower than torch; at stride 2 the input gradient by phases, 8 groups
-    included): forall loops over the images, values against torch's."""
+def assert_conv_and_grads_match_torch(x, w, kw, grads):
+    """rlx's conv2d(x, w, **kw) and ``grads`` (d/dx, d/dw of ``sum(conv ** 2)``) against
+    torch's."""
     import torch
 
-    x = rng.standard_normal((4, 64, size, size)).astype(np.float32)
-    w = (rng.standard_normal((64, 64 // groups, 3, 3)) * 0.1).astype(np.float32)
-    kw = dict(padding=(1, 1), stride=(stride, stride), groups=groups)
-    grads = rlx.grad(lambda x, w: (rlx.nn.conv2d(x, w, **kw) ** 2).sum(), argnums=(0, 1))
-    foralls = stage_texts(rlx.trace(grads, (x, w)).module)["contractions"].count("scf.forall")
-    assert foralls >= 3
     tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
     y = torch.nn.functional.conv2d(tx, tw, **kw)
     np.testing.assert_allclose(rlx.jit(lambda x, w: rlx.nn.conv2d(x, w, **kw))(x, w),
@@ -744,6 +733,23 @@ def test_big_grouped_conv_and_its_gradients_run_one_image_at_a_time(groups, stri
                          strict=True):
         want = want.numpy()
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("groups,stride,size", [(2, 1, 48), (4, 1, 48), (2, 2, 96),
+                                                (8, 2, 128)])
+def test_big_grouped_conv_and_its_gradients_run_one_image_at_a_time(groups, stride, size,
+                                                                     rng):
+    """A grouped conv of 2^27+ flops and both its gradients take the dense conv's
+    per-image form, each group of an image a matmul on in-cache patches (over the whole
+    batch 2-4x slower than torch; at stride 2 the input gradient by phases, 8 groups
+    included): forall loops over the images, values against torch's."""
+    x = rng.standard_normal((4, 64, size, size)).astype(np.float32)
+    w = (rng.standard_normal((64, 64 // groups, 3, 3)) * 0.1).astype(np.float32)
+    kw = dict(padding=(1, 1), stride=(stride, stride), groups=groups)
+    grads = rlx.grad(lambda x, w: (rlx.nn.conv2d(x, w, **kw) ** 2).sum(), argnums=(0, 1))
+    foralls = stage_texts(rlx.trace(grads, (x, w)).module)["contractions"].count("scf.forall")
+    assert foralls >= 3
+    assert_conv_and_grads_match_torch(x, w, kw, grads)
 
 
 def test_a_big_depthwise_conv_at_stride_1_keeps_the_direct_form(rng):
@@ -788,8 +794,6 @@ def test_mid_width_stride_1_im2col_copies_a_tap_at_a_time(width, stride, tap_cop
     forward's patches, which the weight gradient shares); wider, shorter or strided rows
     keep the one-generic form. Dilated, asymmetrically padded, non-square; values against
     torch."""
-    import torch
-
     from rlx_mlir.dialects.conv import TAP_COPY_MAX_WIDTH, TAP_COPY_MIN_WIDTH
 
     x = rng.standard_normal((3, 8, 12, width)).astype(np.float32)
@@ -801,14 +805,7 @@ def test_mid_width_stride_1_im2col_copies_a_tap_at_a_time(width, stride, tap_cop
     text = stage_texts(rlx.trace(grads, (x, w)).module)["contractions"]
     tap_copy = "affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d1, d5, d6)>"
     assert (tap_copy in text) == tap_copies
-    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
-    y = torch.nn.functional.conv2d(tx, tw, **kw)
-    np.testing.assert_allclose(rlx.jit(lambda x, w: rlx.nn.conv2d(x, w, **kw))(x, w),
-                               y.detach().numpy(), rtol=1e-4, atol=1e-4)
-    for got, want in zip(rlx.jit(grads)(x, w), torch.autograd.grad((y ** 2).sum(), (tx, tw)),
-                         strict=True):
-        want = want.numpy()
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+    assert_conv_and_grads_match_torch(x, w, kw, grads)
 
 
 @pytest.mark.parametrize("groups,channels", [(32, 32), (1, 8)])
