@@ -825,7 +825,7 @@ from xdsl.dialects.linalg import ops as linalg_ops  # noqa: E402
 from xdsl.ir import SSAValue  # noqa: E402
 from xdsl.ir.affine import AffineExpr, AffineMap  # noqa: E402
 
-from rlx_mlir.dialects.base import broadcast_shapes  # noqa: E402
+from rlx_mlir.dialects.base import NUMPY_DTYPES, broadcast_shapes  # noqa: E402
 from rlx_mlir.rules import LOWER  # noqa: E402
 
 Init = float | SSAValue
@@ -907,16 +907,34 @@ def square_of_centred(s: Any, x: SSAValue, *mean: SSAValue) -> SSAValue:
 
 def normalize(e: Any, x: SSAValue, axes: Sequence[int], eps: float, centered: bool,
               params: Sequence[SSAValue]) -> SSAValue:
-    """``xc / sqrt(mean(xc^2) + eps) * gamma (+ beta)``; ``params`` broadcast against x."""
+    """``xc * (1 / sqrt(mean(xc^2) + eps)) * gamma (+ beta)``, the inverse once per row
+    (:func:`per_row`); ``params`` broadcast against x."""
     mean, denom = norm_stats(e, x, axes, eps, centered)
     means = [] if mean is None else [mean]
+    inverse = per_row(e, denom, lambda s, d: s.div(1.0, d))
 
-    def body(s: Any, v: Any, d: Any, *rest: Any) -> Any:
+    def body(s: Any, v: Any, inv: Any, *rest: Any) -> Any:
         gamma, *beta = rest[len(means):]
-        y = s.mul(s.div(centre(s, v, *rest[: len(means)]), d), gamma)
+        y = s.mul(s.mul(centre(s, v, *rest[: len(means)]), inv), gamma)
         return s.add(y, beta[0]) if beta else y
 
-    return e.elementwise([x, denom, *means, *params], element_of(x), body)
+    return e.elementwise([x, inverse, *means, *params], element_of(x), body)
+
+
+def per_row(e: Any, stats: SSAValue, body: Callable[[Any, Any], Any]) -> SSAValue:
+    """``body(s, v)`` of each element of ``stats`` (a row statistic, keep-dims), in a
+    generic that elementwise fusion leaves alone: a unit reduction loop over an unread
+    ``[1]`` operand keeps it from being folded into its consumer, where the body ran for
+    every element instead of once per row (a ``sqrt`` and two ``div`` per element:
+    layer_norm of ``[64, 512, 768]`` by blocks of rows 5.6 -> 4.7 ms, torch 4.4; softmax
+    of ``[64, 8, 128, 128]`` 3.0 -> 2.3 ms, torch 2.0)."""
+    rank, dtype = len(shape_of(stats.type)), element_of(stats)
+    dims = tuple(AffineExpr.dimension(i) for i in range(rank))
+    maps = [AffineMap(rank + 1, 0, dims), AffineMap(rank + 1, 0, (AffineExpr.dimension(rank),)),
+            AffineMap(rank + 1, 0, dims)]
+    return e.generic([stats, e.empty((1,), dtype)], [e.empty(shape_of(stats.type), dtype)],
+                     maps, ["parallel"] * rank + ["reduction"],
+                     lambda s, v, _unread, _out: body(s, v))
 
 
 def split_channels(e: Any, x: SSAValue, groups: int) -> SSAValue:
@@ -949,35 +967,110 @@ def over_std(s: Any, num: Any, var: Any, eps: float) -> Any:
     return s.div(num, s.sqrt(s.add(var, eps)))
 
 
-@LOWER.register(SoftmaxOp)
-def _lower_softmax(op: SoftmaxLikeOp, e: Any, x: SSAValue) -> SSAValue:
-    """Row max, ``sum(exp(x - max))``, then ``exp(x - max) / sum`` (exp recomputed)."""
-    axes = _softmax_axis(op)
+ROW_BLOCK_MIN_BYTES = 1 << 22
+"""A row op (softmax, layer / RMS norm over the last axis) in a function body whose input
+has this many bytes or more runs block of rows by block of rows (:func:`by_row_blocks`):
+its passes over a block (max, sum, normalise) then read it from cache instead of
+streaming the whole tensor from memory once per pass."""
+ROW_BLOCK_BYTES = 1 << 15
+"""Bytes of input per block of rows (within L1), at least one row."""
+
+
+def by_row_blocks(op: Any, e: Any, x: SSAValue, axes: Sequence[int],
+                  lower_rows: Callable[[Any, SSAValue, list[int]], SSAValue]) -> SSAValue:
+    """``lower_rows(emitter, x, axes)``, block of rows by block of rows when ``x`` is big
+    (:data:`ROW_BLOCK_MIN_BYTES`), reduced over its last axis only, and its first dim
+    splits evenly over the threads: ``x [..., S, D]`` viewed as ``[..., S / b, b, D]``
+    (``[R, D]`` as ``[R / b, b, D]``), each block lowered alone inside a parallel loop (a
+    chunk of the first dim per thread, an ``scf.for`` over the rest), the result viewed
+    back (one reshape each way, so the output is still written in place). ``[64, 512,
+    768]`` f32, 2 threads: layer_norm 8.1 -> 4.9 ms (torch 4.2), rms_norm 6.9 -> 4.9.
+
+    >>> by_row_blocks(op, e, x, [2], _softmax_rows)   # doctest: +SKIP
+    """
+    from xdsl.dialects import func
+
+    from rlx_mlir.lowering import forall as F
+    from rlx_mlir.lowering.schedules import num_threads
+
+    shape, dtype = list(shape_of(x.type)), element_of(x)
+    if len(shape) < 2 or list(axes) != [len(shape) - 1]:
+        return lower_rows(e, x, list(axes))
+    row_bytes = shape[-1] * np.dtype(NUMPY_DTYPES[dtype_of(x.type)]).itemsize
+    block = max([b for b in range(1, shape[-2] + 1) if shape[-2] % b == 0
+                 and b * row_bytes <= ROW_BLOCK_BYTES] or [1])
+    view = [*shape[:-2], shape[-2] // block, block, shape[-1]]
+    if (int(np.prod(shape[:-1])) * row_bytes < ROW_BLOCK_MIN_BYTES or view[0] % num_threads()
+            or not isinstance(op.parent_op(), func.FuncOp)):
+        return lower_rows(e, x, list(axes))
+    blocks, inner = e.reshape(x, view), view[1:-2]  # inner: the block indices after the first
+
+    def one(t: Any, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list]]:
+        at = [ivs[0], *_unravel(t, ivs[1], inner), 0, 0]
+        part = F.slice_of(t, blocks, at, [1] * (len(view) - 2) + view[-2:])
+        return [(lower_rows(t, part, [len(view) - 1]), at)]
+
+    out = F.chunked_forall(e, num_threads(), [view[0], int(np.prod(inner))],
+                           [e.empty(view, dtype)], one)[0]
+    return e.reshape(out, shape)
+
+
+def _unravel(e: Any, flat: SSAValue, dims: Sequence[int]) -> list[Any]:
+    """The indices into ``dims`` (row-major) of the flat index ``flat``."""
+    from xdsl.dialects import arith
+
+    from rlx_mlir.lowering.regions import index, index_floordiv
+
+    out = []
+    for k in range(len(dims)):
+        stride = int(np.prod(dims[k + 1:]))
+        value = index_floordiv(e, flat, stride) if stride > 1 else flat
+        out.append(e.emit(arith.RemUIOp(value, index(e, dims[k]))) if k else value)
+    return out
+
+
+def _softmax_rows(e: Any, x: SSAValue, axes: list[int]) -> SSAValue:
+    """Row max, ``sum(exp(x - max))``, then ``exp(x - max) * (1 / sum)`` (exp recomputed,
+    the inverse once per row)."""
     peak = e.reduce(x, axes, -np.inf, lambda s, v, acc: s.max(v, acc), keep_dims=True)
     total = fold_sum(e, [x, peak], axes, lambda s, v, m: s.exp(s.sub(v, m)))
-    return e.elementwise([x, peak, total], element_of(x),
-                         lambda s, v, m, t: s.div(s.exp(s.sub(v, m)), t))
+    inverse = per_row(e, total, lambda s, t: s.div(1.0, t))
+    return e.elementwise([x, peak, inverse], element_of(x),
+                         lambda s, v, m, inv: s.mul(s.exp(s.sub(v, m)), inv))
+
+
+def _log_softmax_rows(e: Any, x: SSAValue, axes: list[int]) -> SSAValue:
+    """``(x - max) - log(sum(exp(x - max)))``, the log once per row."""
+    peak = e.reduce(x, axes, -np.inf, lambda s, v, acc: s.max(v, acc), keep_dims=True)
+    total = fold_sum(e, [x, peak], axes, lambda s, v, m: s.exp(s.sub(v, m)))
+    log_total = per_row(e, total, lambda s, t: s.log(t))
+    return e.elementwise([x, peak, log_total], element_of(x),
+                         lambda s, v, m, lt: s.sub(s.sub(v, m), lt))
+
+
+@LOWER.register(SoftmaxOp)
+def _lower_softmax(op: SoftmaxLikeOp, e: Any, x: SSAValue) -> SSAValue:
+    return by_row_blocks(op, e, x, _softmax_axis(op), _softmax_rows)
 
 
 @LOWER.register(LogSoftmaxOp)
 def _lower_log_softmax(op: SoftmaxLikeOp, e: Any, x: SSAValue) -> SSAValue:
-    """``(x - max) - log(sum(exp(x - max)))``."""
-    axes = _softmax_axis(op)
-    peak = e.reduce(x, axes, -np.inf, lambda s, v, acc: s.max(v, acc), keep_dims=True)
-    total = fold_sum(e, [x, peak], axes, lambda s, v, m: s.exp(s.sub(v, m)))
-    return e.elementwise([x, peak, total], element_of(x),
-                         lambda s, v, m, t: s.sub(s.sub(v, m), s.log(t)))
+    return by_row_blocks(op, e, x, _softmax_axis(op), _log_softmax_rows)
 
 
 @LOWER.register(LayerNormOp)
 def _lower_layer_norm(op: LayerNormOp, e: Any, x: SSAValue, gamma: SSAValue,
                       beta: SSAValue) -> SSAValue:
-    return normalize(e, x, last_axis(x), op.attr("eps", 1e-5), True, [gamma, beta])
+    eps = op.attr("eps", 1e-5)
+    return by_row_blocks(op, e, x, last_axis(x),
+                         lambda t, rows, axes: normalize(t, rows, axes, eps, True, [gamma, beta]))
 
 
 @LOWER.register(RmsNormOp)
 def _lower_rms_norm(op: RmsNormOp, e: Any, x: SSAValue, *params: SSAValue) -> SSAValue:
-    return normalize(e, x, last_axis(x), op.attr("eps", 1e-6), False, params)
+    eps = op.attr("eps", 1e-6)
+    return by_row_blocks(op, e, x, last_axis(x),
+                         lambda t, rows, axes: normalize(t, rows, axes, eps, False, params))
 
 
 @LOWER.register(GroupNormOp)

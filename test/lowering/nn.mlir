@@ -8,7 +8,9 @@
 // LLVM-NOT: memref.
 
 // Softmax along axis 0: a max linalg.reduce, then sum(exp(x - max)) as a generic with a
-// reduction iterator reading the keep-dims max with (0, d1), then one parallel pass.
+// reduction iterator reading the keep-dims max with (0, d1), 1 / sum once per column (a
+// unit reduction loop keeps fusion from folding it into the last pass, once per element),
+// then one parallel pass multiplying by it.
 // CHECK-LABEL: func.func @softmax
 // CHECK: %[[MAX:.*]] = linalg.reduce ins(%x{{.*}}) dimensions = [0]
 // CHECK: arith.maximumf
@@ -17,16 +19,20 @@
 // CHECK: arith.subf
 // CHECK: arith.bitcast %{{.*}} : i32 to f32
 // CHECK: arith.addf
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK: arith.divf
 // CHECK: %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
 // CHECK: arith.bitcast %{{.*}} : i32 to f32
-// CHECK: arith.divf
-// Log-softmax (last axis, f64): (x - max) - log(sum).
+// CHECK-NOT: arith.divf
+// Log-softmax (last axis, f64): (x - max) - log(sum), the log once per row.
 // CHECK: linalg.reduce ins(%z{{.*}}) dimensions = [1]
 // CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: math.log {{.*}} : f64
 // CHECK: %l = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>]
 // CHECK: arith.subf {{.*}} : f64
-// CHECK-NEXT: math.log {{.*}} : f64
 // CHECK-NEXT: arith.subf
+// CHECK-NEXT: linalg.yield
 // LLVM-LABEL: llvm.func @softmax(
 // LLVM: llvm.call @softmax_kernel_{{[0-9]+}}(
 func.func @softmax(%x: tensor<4x8xf32>, %z: tensor<4x8xf64>) -> (tensor<4x8xf32>, tensor<4x8xf64>) {
@@ -35,8 +41,9 @@ func.func @softmax(%x: tensor<4x8xf32>, %z: tensor<4x8xf64>) -> (tensor<4x8xf32>
   func.return %y, %l : tensor<4x8xf32>, tensor<4x8xf64>
 }
 
-// Layer norm: sum, mean, sum of squares of (x - mean), sqrt(var + eps); one parallel pass
-// reading the row statistics with (d0, 0) and gamma, beta with (d1).
+// Layer norm: sum, mean, sum of squares of (x - mean), sqrt(var + eps), its inverse once
+// per row; one parallel pass reading the row statistics with (d0, 0) and gamma, beta with
+// (d1), multiplying by the inverse.
 // CHECK-LABEL: func.func @layer_norm
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x
 // the mean over 8 columns: a product by the exact reciprocal 1/8
@@ -48,9 +55,11 @@ func.func @softmax(%x: tensor<4x8xf32>, %z: tensor<4x8xf64>) -> (tensor<4x8xf32>
 // CHECK-NEXT: arith.addf
 // CHECK: arith.constant 1.000000e-05 : f32
 // CHECK: math.sqrt
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.divf
 // CHECK: %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %{{.*}}, %{{.*}}, %g, %b
 // CHECK: arith.subf
-// CHECK-NEXT: arith.divf
+// CHECK-NEXT: arith.mulf
 // CHECK-NEXT: arith.mulf
 // CHECK-NEXT: arith.addf
 func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
@@ -64,9 +73,11 @@ func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>)
 // CHECK-NEXT: ^{{.*}}
 // CHECK-NEXT: arith.mulf
 // CHECK-NEXT: arith.addf
+// CHECK: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// CHECK: arith.divf
 // CHECK: %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>]
 // CHECK-NEXT: ^{{.*}}
-// CHECK-NEXT: arith.divf
+// CHECK-NEXT: arith.mulf
 // CHECK-NEXT: arith.mulf
 // CHECK-NEXT: arith.addf
 func.func @rms_norm(%x: tensor<2x3x8xf64>, %g: tensor<8xf64>, %b: tensor<8xf64>) -> tensor<2x3x8xf64> {

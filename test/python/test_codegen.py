@@ -766,6 +766,36 @@ def test_a_big_depthwise_conv_at_stride_1_keeps_the_direct_form(rng):
         assert ("scf.forall" in stage_texts(conv.module)["contractions"]) == per_image
 
 
+@pytest.mark.parametrize("shape", [(4096, 256), (16, 256, 256), (4, 4, 128, 512)])
+def test_big_row_ops_run_block_of_rows_by_block(shape, rng, monkeypatch):
+    """softmax, log_softmax, layer_norm and rms_norm over the last axis of a 4 MB+ input
+    run a block of rows at a time inside a parallel loop (each block's passes read it from
+    cache); over another axis, or on a small input, over the whole tensor. Values against
+    torch."""
+    import torch
+
+    from rlx_mlir.dialects.nn import ROW_BLOCK_MIN_BYTES
+
+    monkeypatch.setenv("RLX_NUM_THREADS", "2")
+    x = rng.standard_normal(shape).astype(np.float32)
+    g, b = (rng.standard_normal(shape[-1]).astype(np.float32) for _ in range(2))
+    assert x.nbytes >= ROW_BLOCK_MIN_BYTES
+    t, tg, tb = torch.tensor(x), torch.tensor(g), torch.tensor(b)
+    cases = [(lambda a: rlx.nn.softmax(a, axis=-1), torch.softmax(t, -1)),
+             (lambda a: rlx.nn.log_softmax(a, axis=-1), torch.log_softmax(t, -1)),
+             (lambda a: rlx.nn.layer_norm(a, g, b), torch.nn.functional.layer_norm(
+                 t, (shape[-1],), tg, tb)),
+             (lambda a: rlx.nn.rms_norm(a, g), torch.nn.functional.rms_norm(
+                 t, (shape[-1],), tg, eps=1e-6))]
+    for f, want in cases:
+        assert "scf.forall" in stage_texts(rlx.trace(f, (x,)).module)["contractions"]
+        np.testing.assert_allclose(rlx.jit(f)(x), want.numpy(), rtol=1e-5, atol=1e-5)
+    other_axis = rlx.trace(lambda a: rlx.nn.softmax(a, axis=0), (x,)).module
+    small = rlx.trace(lambda a: rlx.nn.softmax(a, axis=-1), (x[..., :16, :],)).module
+    for module in (other_axis, small):
+        assert "scf.forall" not in stage_texts(module)["contractions"]
+
+
 def test_windowed_and_strided_reads_are_split_over_the_threads(rng, monkeypatch):
     """Generics the vectorizer does not take (a pool's window, a strided slice's read map)
     still get a thread split of their first divisible parallel dim; a flipped read
