@@ -463,22 +463,78 @@ def avg_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
 
 
 def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean",
-                  ignore_index: int | None = -100) -> Tensor:
-    """Softmax cross-entropy of ``[N, C]`` logits and integer labels ``[N]``, as PyTorch's:
-    rows labelled ``ignore_index`` (-100 by default; None: none) give 0 and no gradient,
-    and ``"mean"`` averages over the other rows."""
+                  ignore_index: int | None = -100, weight: Tensor | np.ndarray | None = None,
+                  label_smoothing: float = 0.0) -> Tensor:
+    """PyTorch's ``F.cross_entropy``: softmax cross-entropy of ``[N, C]`` logits (or
+    ``[N, C, d1, ...]``, the classes on axis 1) and integer labels ``[N]`` (``[N, d1,
+    ...]``). Rows labelled ``ignore_index`` (-100 by default; None: none) give 0 and no
+    gradient; ``weight [C]`` scales each row by its class's weight; ``label_smoothing``
+    mixes in the mean of ``-log_softmax`` over the classes (weighted as well); ``"mean"``
+    divides by the number (the total weight) of the rows kept, 0 when none is.
+
+    >>> rlx.nn.cross_entropy(logits, y, weight=w, label_smoothing=0.1)   # doctest: +SKIP
+    """
     if reduction not in ("none", "mean", "sum"):
         raise RlxError(f"cross_entropy: reduction={reduction!r} must be one of "
                        "none, mean, sum", loc=loc_from_attr(_user_location()))
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RlxError(f"cross_entropy: label_smoothing={label_smoothing!r} must be in "
+                       "[0, 1]", loc=loc_from_attr(_user_location()))
     b = _b(logits, labels)
     labels = _integer_labels(b, labels)
-    per_row = b.softmax_cross_entropy(logits, labels)
-    if ignore_index is not None:
-        kept = labels != ignore_index
-        per_row = where(kept, per_row, 0.0)
-        if reduction == "mean":
-            return per_row.sum() / maximum(kept.astype(per_row.dtype).sum(), 1.0)
-    return {"none": lambda: per_row, "mean": per_row.mean, "sum": per_row.sum}[reduction]()
+    out_shape = labels.shape
+    if logits.ndim > 2:  # [N, C, d1, ...]: the classes last, one row per position
+        logits = _classes_last(logits).reshape(-1, logits.shape[1])
+        labels = labels.reshape(-1)
+    classes = logits.shape[-1]
+    (weight,) = _like(logits, weight)
+    kept = None if ignore_index is None else labels != ignore_index
+    row_weight = None if weight is None else _row_weights(weight, labels, classes)
+    losses = [(1.0 - label_smoothing, b.softmax_cross_entropy(logits, labels))]
+    if label_smoothing:
+        log_p = log_softmax(logits, axis=-1)
+        smooth = -((log_p * weight) if weight is not None else log_p).sum(axis=-1)
+        losses.append((label_smoothing / classes, smooth))
+    total = None
+    for scale, loss in losses:
+        if row_weight is not None and loss is losses[0][1]:
+            loss = loss * row_weight
+        if kept is not None:
+            loss = where(kept, loss, 0.0)
+        term = loss * scale if scale != 1.0 else loss
+        total = term if total is None else total + term
+    if reduction == "none":
+        return total.reshape(out_shape)
+    if reduction == "sum":
+        return total.sum()
+    return total.sum() / _kept_total(total, kept, row_weight)
+
+
+def _classes_last(logits: Tensor) -> Tensor:
+    """``[N, C, d1, ...]`` as ``[N, d1, ..., C]``."""
+    return logits.transpose(0, *range(2, logits.ndim), 1)
+
+
+def _row_weights(weight: Tensor, labels: Tensor, classes: int) -> Tensor:
+    """``weight[labels]`` (an ignored or out-of-range label reads a clamped class; its
+    row is masked anyway)."""
+    if weight.shape != (classes,):
+        raise RlxError(f"cross_entropy: weight must have one entry per class, shape "
+                       f"({classes},); got {weight.shape}", loc=loc_from_attr(_user_location()))
+    return weight[labels]
+
+
+def _kept_total(losses: Tensor, kept: Tensor | None, row_weight: Tensor | None) -> Tensor:
+    """The mean's denominator: the weight (or the number) of the rows kept, 1 when it is
+    0 (every row ignored: the mean is 0, not 0 / 0)."""
+    if row_weight is None and kept is None:
+        return float(losses.shape[0])
+    if row_weight is None:
+        counted = kept.astype(losses.dtype)
+    else:
+        counted = row_weight if kept is None else where(kept, row_weight, 0.0)
+    total = counted.sum()
+    return where(total > 0.0, total, 1.0)
 
 
 def _integer_labels(b: Builder, labels: Tensor | np.ndarray) -> Tensor:

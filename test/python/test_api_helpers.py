@@ -177,3 +177,41 @@ def test_bool_subtract_and_torch_spellings_are_clear_errors():
     with pytest.raises(AttributeError, match="no attribute 'nonsense'$"):
         rlx.jit(lambda a: a.nonsense)(x)
     np.testing.assert_array_equal(rlx.jit(lambda a: a * a.size)(x), x * 6)
+
+
+@pytest.mark.parametrize("logits_shape,labels_shape,weighted", [
+    ((12, 5), (12,), False), ((12, 5), (12,), True), ((3, 5, 4), (3, 4), False),
+    ((2, 5, 3, 4), (2, 3, 4), True)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.2])
+def test_cross_entropy_matches_torch_with_weights_smoothing_and_extra_dims(
+        logits_shape, labels_shape, weighted, reduction, label_smoothing, rng):
+    """F.cross_entropy's weight=, label_smoothing= and [N, C, d1, ...] logits, with ignored
+    rows: values and gradients in f64, jit in f32."""
+    classes = logits_shape[1]
+    z = rng.standard_normal(logits_shape)
+    y = rng.integers(0, classes, labels_shape).astype(np.int64)
+    y.flat[::5] = -100
+    w = rng.uniform(0.2, 2.0, classes) if weighted else None
+    kw = dict(reduction=reduction, label_smoothing=label_smoothing, weight=w)
+    tz = torch.tensor(z, requires_grad=True)
+    want = torch.nn.functional.cross_entropy(
+        tz, torch.tensor(y), reduction=reduction, label_smoothing=label_smoothing,
+        weight=None if w is None else torch.tensor(w))
+    np.testing.assert_allclose(rlx.jit(lambda v: rlx.nn.cross_entropy(v, y, **kw))(z),
+                               want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    grad = rlx.grad(lambda v: rlx.nn.cross_entropy(v, y, **kw).sum())(z)
+    np.testing.assert_allclose(grad, torch.autograd.grad(want.sum(), tz)[0].numpy(),
+                               rtol=1e-9, atol=1e-12)
+    f32 = rlx.jit(lambda v: rlx.nn.cross_entropy(v, y, **kw))(z.astype(np.float32))
+    np.testing.assert_allclose(f32, want.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_cross_entropy_argument_errors():
+    z, y = np.zeros((4, 3), np.float32), np.zeros(4, np.int32)
+    with pytest.raises(rlx.RlxError, match=r"weight must have one entry per class, shape \(3,\)"):
+        rlx.jit(lambda v: rlx.nn.cross_entropy(v, y, weight=np.ones(4, np.float32)))(z)
+    with pytest.raises(rlx.RlxError, match=r"label_smoothing=1.5 must be in \[0, 1\]"):
+        rlx.jit(lambda v: rlx.nn.cross_entropy(v, y, label_smoothing=1.5))(z)
+    everything_ignored = np.full(4, -100, np.int32)
+    assert rlx.jit(lambda v: rlx.nn.cross_entropy(v, everything_ignored))(z) == 0.0
