@@ -215,3 +215,36 @@ def test_cross_entropy_argument_errors():
         rlx.jit(lambda v: rlx.nn.cross_entropy(v, y, label_smoothing=1.5))(z)
     everything_ignored = np.full(4, -100, np.int32)
     assert rlx.jit(lambda v: rlx.nn.cross_entropy(v, everything_ignored))(z) == 0.0
+
+
+def test_attention_causal_with_padding_and_broadcast_biases_match_torch(rng):
+    """mask_kind='causal' with a [B, S_kv] key-padding mask, and additive biases that
+    broadcast to the scores ([S, S_kv], [B, 1, 1, S_kv]): values and gradients against
+    torch's SDPA; a bias that does not broadcast is a located error."""
+    B, S, H, D = 2, 6, 2, 4
+    q, k, v = (rng.standard_normal((B, S, H * D)) for _ in range(3))
+
+    def heads(t):
+        return t.reshape(B, S, H, D).transpose(1, 2)
+
+    pad = np.ones((B, S), bool)
+    pad[0, 4:], pad[1, 5:] = False, False
+    causal_pad = (torch.tensor(np.tril(np.ones((S, S), bool)))[None, None]
+                  & torch.tensor(pad)[:, None, None, :])
+    cases = [(dict(mask=pad, mask_kind="causal"), causal_pad),
+             (dict(mask=rng.standard_normal((S, S)), mask_kind="bias"), None),
+             (dict(mask=rng.standard_normal((B, 1, 1, S))), None)]
+    for kw, torch_mask in cases:
+        torch_mask = torch.tensor(kw["mask"]) if torch_mask is None else torch_mask
+        tq = torch.tensor(q, requires_grad=True)
+        want = torch.nn.functional.scaled_dot_product_attention(
+            heads(tq), heads(torch.tensor(k)), heads(torch.tensor(v)), attn_mask=torch_mask)
+        want = want.transpose(1, 2).reshape(B, S, H * D)
+        got = rlx.jit(lambda q, kw=kw: rlx.nn.attention(q, k, v, H, **kw))(q)
+        np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-12, atol=1e-12)
+        grad = rlx.grad(lambda q, kw=kw: (rlx.nn.attention(q, k, v, H, **kw) ** 2).sum())(q)
+        np.testing.assert_allclose(grad, torch.autograd.grad((want ** 2).sum(), tq)[0].numpy(),
+                                   rtol=1e-10, atol=1e-12)
+    with pytest.raises(rlx.RlxError, match=r"must broadcast to the scores .* got \[3, 6\]"):
+        rlx.jit(lambda q: rlx.nn.attention(q, k, v, H, mask=np.zeros((3, S)),
+                                           mask_kind="bias"))(q)
