@@ -363,6 +363,49 @@ def group_norm(x: Tensor, num_groups: int, gamma: Tensor | None = None,
     return _b(x, gamma, beta).group_norm(x, gamma, beta, num_groups=num_groups, eps=eps)
 
 
+def batch_norm(x: Tensor, running_mean: Tensor | np.ndarray | None = None,
+               running_var: Tensor | np.ndarray | None = None,
+               weight: Tensor | np.ndarray | None = None, bias: Tensor | np.ndarray | None = None,
+               training: bool = True, momentum: float = 0.1, eps: float = 1e-5
+               ) -> Tensor | tuple[Tensor, Tensor, Tensor]:
+    """PyTorch's ``F.batch_norm`` on ``x [N, C, ...]``, functional: in training, each
+    channel normalised by its batch mean and (biased) variance over every axis but 1,
+    and, when running statistics are given, ``(y, new_running_mean, new_running_var)``
+    returned with torch's update (``(1 - momentum) * old + momentum * batch``, the
+    variance unbiased); otherwise ``y`` from the running statistics. Then ``* weight +
+    bias`` per channel.
+
+    >>> y, mean, var = rlx.nn.batch_norm(x, mean, var, w, b)   # doctest: +SKIP
+    """
+    if x.ndim < 2:
+        raise RlxError(f"batch_norm: x must be [N, C, ...]; got shape {x.shape}",
+                       loc=loc_from_attr(_user_location()))
+    axes = tuple(a for a in range(x.ndim) if a != 1)
+    per_channel = (1, x.shape[1], *(1,) * (x.ndim - 2))
+    stats = _like(x, running_mean, running_var, weight, bias)
+    running_mean, running_var, weight, bias = (
+        None if t is None else t.reshape(per_channel) for t in stats)
+    if not training:
+        if running_mean is None or running_var is None:
+            raise RlxError("batch_norm: training=False needs running_mean and running_var",
+                           loc=loc_from_attr(_user_location()))
+        return _scaled((x - running_mean) * rsqrt(running_var + eps), weight, bias)
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    y = _scaled((x - mean) * rsqrt(var + eps), weight, bias)
+    if running_mean is None or running_var is None:
+        return y
+    count = x.size // x.shape[1]
+    unbiased = var * (count / max(count - 1, 1))
+    return (y, ((1 - momentum) * running_mean + momentum * mean).reshape(x.shape[1]),
+            ((1 - momentum) * running_var + momentum * unbiased).reshape(x.shape[1]))
+
+
+def _scaled(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+    y = y if weight is None else y * weight
+    return y if bias is None else y + bias
+
+
 def solve(a: Tensor, b: Tensor) -> Tensor:
     """``x`` with ``a @ x = b`` (``jnp.linalg.solve``): ``a [N, N]`` or a batch
     ``[Bt, N, N]``, ``b`` one or ``K`` right-hand sides (``[..., N]`` or ``[..., N, K]``);

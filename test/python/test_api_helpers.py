@@ -248,3 +248,31 @@ def test_attention_causal_with_padding_and_broadcast_biases_match_torch(rng):
     with pytest.raises(rlx.RlxError, match=r"must broadcast to the scores .* got \[3, 6\]"):
         rlx.jit(lambda q: rlx.nn.attention(q, k, v, H, mask=np.zeros((3, S)),
                                            mask_kind="bias"))(q)
+
+
+@pytest.mark.parametrize("shape", [(8, 3, 5, 5), (16, 4), (4, 3, 7)])
+def test_batch_norm_matches_torch_in_training_and_eval(shape, rng):
+    """F.batch_norm, functional: batch statistics and the running-statistics update in
+    training (values, and gradients through the batch statistics), running statistics in
+    eval; f64 against torch."""
+    x, channels = rng.standard_normal(shape), shape[1]
+    mean, var = rng.standard_normal(channels), rng.uniform(0.5, 2.0, channels)
+    w, b = rng.standard_normal(channels), rng.standard_normal(channels)
+    y, new_mean, new_var = rlx.jit(lambda v: rlx.nn.batch_norm(v, mean, var, w, b))(x)
+    t_mean, t_var, tx = torch.tensor(mean), torch.tensor(var), torch.tensor(x, requires_grad=True)
+    want = torch.nn.functional.batch_norm(tx, t_mean, t_var, torch.tensor(w), torch.tensor(b),
+                                          training=True)
+    for got, ref in ((y, want.detach()), (new_mean, t_mean), (new_var, t_var)):
+        np.testing.assert_allclose(got, ref.numpy(), rtol=1e-12, atol=1e-12)
+    grad = rlx.grad(lambda v: (rlx.nn.batch_norm(v, weight=w, bias=b) ** 3).sum())(x)
+    t_y = torch.nn.functional.batch_norm(tx, None, None, torch.tensor(w), torch.tensor(b),
+                                         training=True)
+    np.testing.assert_allclose(grad, torch.autograd.grad((t_y ** 3).sum(), tx)[0].numpy(),
+                               rtol=1e-10, atol=1e-10)
+    evaluated = rlx.jit(lambda v: rlx.nn.batch_norm(v, mean, var, w, b, training=False))(x)
+    want_eval = torch.nn.functional.batch_norm(torch.tensor(x), torch.tensor(mean),
+                                               torch.tensor(var), torch.tensor(w),
+                                               torch.tensor(b), training=False)
+    np.testing.assert_allclose(evaluated, want_eval.numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(rlx.RlxError, match="training=False needs running_mean"):
+        rlx.jit(lambda v: rlx.nn.batch_norm(v, training=False))(x)
