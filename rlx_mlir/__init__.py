@@ -33,6 +33,7 @@ from rlx_mlir.frontend import (
     value_and_grad,
     while_loop,
 )
+from rlx_mlir.frontend.trees import tree_leaves, tree_map
 from rlx_mlir.interpreter import interpret
 from rlx_mlir.ir import to_text, verify
 from rlx_mlir.runtime.jit import compile  # noqa: A004
@@ -80,7 +81,7 @@ def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
 
 __all__ = [
     "Builder", "RlxError", "Tensor", "compile", "cond", "custom_vjp", "fori_loop", "grad", "grad_with_loss",
-    "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "linalg", "nn", "parse", "scan", "to_text", "trace", "value_and_grad",
+    "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "linalg", "nn", "parse", "scan", "to_text", "trace", "tree_leaves", "tree_map", "value_and_grad",
     "verify", "view", "vmap", "while_loop",
 ]
 __version__ = "0.1.0"

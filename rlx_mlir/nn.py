@@ -390,6 +390,9 @@ def batch_norm(x: Tensor, running_mean: Tensor | np.ndarray | None = None,
             raise RlxError("batch_norm: training=False needs running_mean and running_var",
                            loc=loc_from_attr(_user_location()))
         return _scaled((x - running_mean) * rsqrt(running_var + eps), weight, bias)
+    if x.size // x.shape[1] < 2:
+        raise RlxError(f"batch_norm: training needs more than one value per channel; got "
+                       f"shape {x.shape}", loc=loc_from_attr(_user_location()))
     mean = x.mean(axis=axes, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
     y = _scaled((x - mean) * rsqrt(var + eps), weight, bias)
@@ -439,6 +442,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, num_heads: int, mask: Tensor | No
     mask (``"custom"``), ``[B, Hq, S, S_kv]`` an additive bias (``"bias"``)."""
     if mask is not None and mask_kind == "none":
         mask_kind = _mask_kind_of(mask)
+    if mask_kind in ("custom", "causal"):
+        _check_keep_mask(mask)
     if mask is not None and mask_kind in ("causal", "bias"):
         scores = (q.shape[0], num_heads, q.shape[1], k.shape[1])
         mask, mask_kind = _full_bias(q, mask, mask_kind, scores), "bias"
@@ -478,6 +483,21 @@ def _full_bias(q: Tensor, mask: Tensor | np.ndarray, kind: str,
     if mask.ndim < 4:
         mask = mask.reshape((1,) * (4 - mask.ndim) + tuple(mask.shape))
     return mask if mask.shape == scores else _b(mask).expand(mask, list(scores))
+
+
+def _check_keep_mask(mask: Tensor | np.ndarray | None) -> None:
+    """A key-padding mask known at trace time with negative or infinite entries is an
+    additive one (PyTorch's 0 / -inf float mask), which read as keep-where->=-0.5 would
+    silently drop every key: an error saying so."""
+    if mask is None or isinstance(mask, Tensor):
+        return
+    values = np.asarray(mask)
+    if values.dtype.kind == "f" and (not np.isfinite(values).all() or (values < 0).any()):
+        raise RlxError("attention: a key-padding mask keeps the keys where it is true or "
+                       ">= 0.5; this one has negative or infinite entries, as an additive "
+                       "mask (0 / -inf) has: pass it as a [B, 1, 1, S_kv] bias "
+                       "(mask_kind='bias'), or a bool mask",
+                       loc=loc_from_attr(_user_location()))
 
 
 def _mask_kind_of(mask: Tensor | np.ndarray) -> str:

@@ -713,7 +713,7 @@ def _leaf_count(tree: TreeDef) -> int:
 
 
 def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False) -> Transformed:
+                   has_aux: bool = False) -> Callable:
     """``(fn(*args), gradient of fn w.r.t. args[argnums])``; fn returns a 0-d tensor (with
     ``has_aux``, a pair ``(loss, aux)``: the value is then ``(loss, aux)``, as in JAX).
 
@@ -726,12 +726,56 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0,
 
 
 def _value_and_grad(fn: Callable, argnums: Any, caller: str,
-                    has_aux: bool = False) -> Transformed:
+                    has_aux: bool = False) -> _PythonFlags:
     _check_callable(fn, caller)
     nums = _argnums(argnums, caller)
     sequence = isinstance(argnums, (tuple, list))
     if not isinstance(has_aux, bool):
         raise _error(f"{caller}: has_aux must be a bool; got {has_aux!r}")
+    return _PythonFlags(fn, nums, caller, lambda f, wrt: _gradient_of(f, wrt, sequence,
+                                                                      caller, has_aux))
+
+
+class _PythonFlags:
+    """``grad`` / ``value_and_grad`` of ``fn``: a top-level Python ``bool`` or ``str``
+    argument it does not differentiate stays a Python value (bound, one trace per value),
+    as JAX's ``grad`` leaves such arguments alone, so ``loss(params, x, training)`` can
+    say ``if training:``."""
+
+    def __init__(self, fn: Callable, nums: tuple[int, ...], caller: str,
+                 make: Callable[[Callable, tuple[int, ...]], Transformed]):
+        functools.update_wrapper(self, fn, updated=())
+        self.fn, self.nums, self.caller, self.make = fn, nums, caller, make
+        self._plain = make(fn, nums)
+        self._by_value: dict[tuple, Transformed] = {}
+
+    def _split(self, args: tuple, kwargs: dict) -> tuple[Transformed, tuple]:
+        if kwargs:
+            args = positional(self.fn, args, kwargs, python_signature(self.fn))
+        wrt = _resolve_argnums(self.nums, len(args), self.caller)
+        where = tuple(i for i, a in enumerate(args)
+                      if i not in wrt and isinstance(a, (bool, str)))
+        if not where:
+            return self._plain, args
+        key = (where, _typed(tuple(args[i] for i in where)))
+        if key not in self._by_value:
+            shifted = tuple(i - sum(w < i for w in where) for i in wrt)
+            bound = _bound(self.fn, {i: args[i] for i in where})
+            self._by_value[key] = self.make(bound, shifted)
+        return self._by_value[key], tuple(a for i, a in enumerate(args) if i not in where)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        transformed, dynamic = self._split(args, kwargs)
+        return transformed(*dynamic)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Traced:
+        transformed, dynamic = self._split(args, kwargs)
+        return transformed.lower(*dynamic)
+
+
+def _gradient_of(fn: Callable, nums: tuple[int, ...], sequence: bool, caller: str,
+                 has_aux: bool) -> Transformed:
+    """The ``Transformed`` computing ``(value, gradients)`` of ``fn`` w.r.t. ``nums``."""
 
     def transform(traced: Traced, args: tuple):
         from rlx_mlir.transforms.autodiff import grad_with_loss

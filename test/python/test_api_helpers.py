@@ -245,6 +245,9 @@ def test_attention_causal_with_padding_and_broadcast_biases_match_torch(rng):
         grad = rlx.grad(lambda q, kw=kw: (rlx.nn.attention(q, k, v, H, **kw) ** 2).sum())(q)
         np.testing.assert_allclose(grad, torch.autograd.grad((want ** 2).sum(), tq)[0].numpy(),
                                    rtol=1e-10, atol=1e-12)
+    additive = np.where(pad, 0.0, -np.inf)
+    with pytest.raises(rlx.RlxError, match="negative or infinite entries"):
+        rlx.jit(lambda q: rlx.nn.attention(q, k, v, H, mask=additive, mask_kind="causal"))(q)
     with pytest.raises(rlx.RlxError, match=r"must broadcast to the scores .* got \[3, 6\]"):
         rlx.jit(lambda q: rlx.nn.attention(q, k, v, H, mask=np.zeros((3, S)),
                                            mask_kind="bias"))(q)
@@ -276,3 +279,42 @@ def test_batch_norm_matches_torch_in_training_and_eval(shape, rng):
     np.testing.assert_allclose(evaluated, want_eval.numpy(), rtol=1e-12, atol=1e-12)
     with pytest.raises(rlx.RlxError, match="training=False needs running_mean"):
         rlx.jit(lambda v: rlx.nn.batch_norm(v, training=False))(x)
+    with pytest.raises(rlx.RlxError, match="more than one value per channel"):
+        rlx.jit(lambda v: rlx.nn.batch_norm(v))(x[(slice(1), slice(None), *[slice(1)] * (x.ndim - 2))])
+
+
+def test_grad_leaves_python_flag_arguments_as_python_values():
+    """JAX's grad does not trace the arguments it does not differentiate: a Python bool or
+    str there stays a Python value (one trace per value), so ``if training:`` works, also
+    by keyword, under jit with static_argnums, and with argnums after the flag."""
+    params, x = {"w": np.ones((3, 2), np.float32)}, np.ones((4, 3), np.float32)
+
+    def loss(p, x, training, mode="plain"):
+        h = x @ p["w"]
+        h = h * 0.5 if training else h
+        return (h * 3 if mode == "tripled" else h).sum()
+
+    for args, kwargs in (((params, x, True), {}), ((params, x, False), {}),
+                         ((params, x, True, "tripled"), {}), ((params, x), {"training": True})):
+        value, grads = rlx.value_and_grad(loss)(*args, **kwargs)
+        want_value, want_grads = jax.value_and_grad(loss)(*args, **kwargs)
+        np.testing.assert_allclose(value, want_value)
+        np.testing.assert_allclose(grads["w"], want_grads["w"])
+    step = rlx.jit(lambda p, x, t: rlx.grad(loss)(p, x, t), static_argnums=2)
+    np.testing.assert_allclose(step(params, x, True)["w"], jax.grad(loss)(params, x, True)["w"])
+    flag_first = rlx.grad(lambda t, p: loss(p, x, t), argnums=1)
+    np.testing.assert_allclose(flag_first(True, params)["w"], np.full((3, 2), 2.0))
+
+
+def test_tree_map_and_leaves_follow_the_transformations_pytrees():
+    """An SGD update over nested params with tree_map, leaves in key order, a clear error
+    for trees of different structures."""
+    params = {"w": np.ones((2, 2), np.float32), "layers": [{"b": np.zeros(2, np.float32)}, None]}
+    grads = rlx.grad(lambda p: (p["w"] ** 2).sum() + p["layers"][0]["b"].sum())(params)
+    updated = rlx.tree_map(lambda p, g: p - 0.5 * g, params, grads)
+    np.testing.assert_array_equal(updated["w"], np.zeros((2, 2)))
+    np.testing.assert_array_equal(updated["layers"][0]["b"], np.full(2, -0.5))
+    assert updated["layers"][1] is None
+    assert [leaf.shape for leaf in rlx.tree_leaves(updated)] == [(2,), (2, 2)]
+    with pytest.raises(rlx.RlxError, match=r"tree 1 has another structure .*keys \['v'\]"):
+        rlx.tree_map(lambda a, b: a, {"w": 1}, {"v": 1})

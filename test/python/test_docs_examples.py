@@ -352,6 +352,8 @@ TABLE_CHECKS: dict[str, TableCheck] = {
         lambda r, ns: close(r, tanh_jacobian(ns)),
     "rlx.hessian(lambda x: (x ** 3).sum())(x)":
         lambda r, ns: close(r, np.diag(6 * ns["x"].ravel()).reshape(4, 3, 4, 3)),
+    'rlx.tree_map(lambda p, g: p - 0.1 * g, params, rlx.grad(f)(params, x))["w"]':
+        lambda r, ns: close(r, ns["params"]["w"] - 0.4),
     'rlx.vmap(f, in_axes=({"w": None, "b": 0}, 0), out_axes=-1)(params, xs)':
         lambda r, ns: close(r, [24.0, 24.0]),
     "rlx.jvp(rlx.nn.tanh, (x,), (np.ones_like(x),))":
