@@ -599,7 +599,23 @@ def _named_positions(fn: Callable, names: str | Sequence[str]) -> tuple[int, ...
     return tuple(params.index(n) for n in names)
 
 
-class _StaticDispatch:
+class _Dispatch:
+    """Calls and lowers through ``_split``: the transformed function for these arguments
+    (some bound as Python values) and the arguments it still takes."""
+
+    def _split(self, args: tuple, kwargs: dict) -> tuple[Transformed, tuple]:
+        raise NotImplementedError
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        transformed, dynamic = self._split(args, kwargs)
+        return transformed(*dynamic)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Traced:
+        transformed, dynamic = self._split(args, kwargs)
+        return transformed.lower(*dynamic)
+
+
+class _StaticDispatch(_Dispatch):
     """``fn`` with its static arguments bound, one transformed function per value."""
 
     def __init__(self, fn: Callable, statics: tuple[int, ...],
@@ -626,13 +642,6 @@ class _StaticDispatch:
             self._by_value[key] = self.make(_bound(self.fn, dict(zip(where, values, strict=True))))
         return self._by_value[key], tuple(a for i, a in enumerate(args) if i not in where)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        transformed, dynamic = self._split(args, kwargs)
-        return transformed(*dynamic)
-
-    def lower(self, *args: Any, **kwargs: Any) -> Traced:
-        transformed, dynamic = self._split(args, kwargs)
-        return transformed.lower(*dynamic)
 
 
 def _typed(value: Any) -> Any:
@@ -736,7 +745,7 @@ def _value_and_grad(fn: Callable, argnums: Any, caller: str,
                                                                       caller, has_aux))
 
 
-class _PythonFlags:
+class _PythonFlags(_Dispatch):
     """``grad`` / ``value_and_grad`` of ``fn``: a top-level Python ``bool`` or ``str``
     argument it does not differentiate stays a Python value (bound, one trace per value),
     as JAX's ``grad`` leaves such arguments alone, so ``loss(params, x, training)`` can
@@ -764,13 +773,6 @@ class _PythonFlags:
             self._by_value[key] = self.make(bound, shifted)
         return self._by_value[key], tuple(a for i, a in enumerate(args) if i not in where)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        transformed, dynamic = self._split(args, kwargs)
-        return transformed(*dynamic)
-
-    def lower(self, *args: Any, **kwargs: Any) -> Traced:
-        transformed, dynamic = self._split(args, kwargs)
-        return transformed.lower(*dynamic)
 
 
 def _gradient_of(fn: Callable, nums: tuple[int, ...], sequence: bool, caller: str,
