@@ -493,7 +493,10 @@ class Tensor:
                        loc=loc_from_attr(_user_location()))
 
     def __array__(self, *args: Any, **kwargs: Any):
-        raise RlxError("cannot convert a traced value to a numpy array while tracing",
+        raise RlxError("cannot convert a traced value to a numpy array while tracing (use "
+                       "rlx.nn functions on it, not numpy's; a Python list of traced values, "
+                       "e.g. a parameter given as a list, is one tensor with "
+                       "rlx.nn.stack(values), or pass a numpy array instead of the list)",
                        loc=loc_from_attr(_user_location()))
 
     def __len__(self) -> int:

@@ -318,3 +318,14 @@ def test_tree_map_and_leaves_follow_the_transformations_pytrees():
     assert [leaf.shape for leaf in rlx.tree_leaves(updated)] == [(2,), (2, 2)]
     with pytest.raises(rlx.RlxError, match=r"tree 1 has another structure .*keys \['v'\]"):
         rlx.tree_map(lambda a, b: a, {"w": 1}, {"v": 1})
+
+
+def test_a_list_of_traced_values_used_as_an_array_says_to_stack_it():
+    """A parameter given as a Python list becomes traced scalars; numpy on them is a
+    located error that names rlx.nn.stack."""
+    x = np.ones(3, np.float32)
+    with pytest.raises(rlx.RlxError, match=r"rlx\.nn\.stack\(values\)") as e:
+        rlx.grad(lambda p: (x * p["w"]).sum())({"w": [1.0, 2.0, 3.0]})
+    assert str(e.value).startswith(__file__)
+    stacked = rlx.grad(lambda p: (x * rlx.nn.stack(p["w"])).sum())({"w": [1.0, 2.0, 3.0]})
+    np.testing.assert_allclose(stacked["w"], [1.0, 1.0, 1.0])
