@@ -518,35 +518,33 @@ def conv2d(x: Tensor, w: Tensor, bias: Tensor | None = None, stride=(1, 1), padd
            dilation=(1, 1), groups: int = 1) -> Tensor:
     """NCHW ``x`` correlated with OIHW ``w``; ``padding`` is per side (an int or a pair),
     or ``"valid"`` / ``"same"`` as in PyTorch and JAX (``"same"``: output ``ceil(H /
-    stride)``, which needs the same padding on both sides)."""
+    stride)``; an odd total padding puts the extra row or column after, as both do, by
+    padding ``x`` first)."""
     stride, dilation = _hw(stride), _hw(dilation)
     if isinstance(padding, str):
-        padding = _named_padding(padding, x.shape[2:], np.shape(w)[2:], stride, dilation)
+        sides = _named_padding(padding, x.shape[2:], np.shape(w)[2:], stride, dilation)
+        padding = [before for before, _ in sides]
+        if any(before != after for before, after in sides):
+            x = pad(x, [(0, 0), (0, 0), *sides])
+            padding = [0, 0]
     w, bias = _like(x, w, bias)
     return _b(x, w, bias).conv2d(x, w, bias, stride=stride, padding=_hw(padding),
                                  dilation=dilation, groups=groups)
 
 
 def _named_padding(name: str, size: Sequence[int], kernel: Sequence[int],
-                   stride: Sequence[int], dilation: Sequence[int]) -> list[int]:
-    """``"valid"`` (none) or ``"same"`` as per-side padding; a located error when
-    ``"same"`` would need more padding on one side than the other (rlx pads both sides
-    alike: an even kernel at stride 1, say)."""
+                   stride: Sequence[int], dilation: Sequence[int]) -> list[tuple[int, int]]:
+    """``"valid"`` (none) or ``"same"`` as ``(before, after)`` padding per spatial dim, the
+    odd row or column after (PyTorch's and JAX's split)."""
     if name.lower() == "valid":
-        return [0, 0]
+        return [(0, 0), (0, 0)]
     if name.lower() != "same":
         raise RlxError(f"conv2d: padding={name!r} must be 'valid', 'same', an int or a pair",
                        loc=loc_from_attr(_user_location()))
     sides = []
     for n, k, s, d in zip(size, kernel, stride, dilation, strict=True):
         total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
-        if total % 2:
-            raise RlxError(f"conv2d: padding='same' needs {total} rows or columns of "
-                           f"padding (kernel {k}, stride {s}, dilation {d}, size {n}), "
-                           "which cannot be split evenly between both sides; pass the "
-                           "padding explicitly (or pad x first)",
-                           loc=loc_from_attr(_user_location()))
-        sides.append(total // 2)
+        sides.append((total // 2, total - total // 2))
     return sides
 
 

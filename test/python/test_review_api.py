@@ -64,9 +64,30 @@ def test_conv2d_named_padding_matches_torch_and_jax(padding, kw):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_conv2d_same_padding_that_cannot_be_split_evenly_is_a_clear_error():
-    with pytest.raises(RlxError, match="padding='same' needs 1 rows or columns"):
-        rlx.jit(lambda a: rlx.nn.conv2d(a, rand(1, 1, 2, 2), padding="same"))(rand(1, 1, 5, 5))
+@pytest.mark.parametrize("kernel, stride, size", [(2, 1, 9), (4, 1, 8), (4, 2, 10)])
+def test_conv2d_same_padding_with_an_odd_total_puts_the_extra_row_after(kernel, stride,
+                                                                        size):
+    """Even kernels (and strides) whose 'same' padding is odd: the extra row and column go
+    after, as in PyTorch and JAX; values and both gradients against JAX's SAME."""
+    import jax
+
+    x, w = rand(2, 3, size, size), rand(4, 3, kernel, kernel)
+
+    def ours(a, b):
+        return rlx.nn.conv2d(a, b, stride=stride, padding="same")
+
+    def theirs(a, b):
+        return jax.lax.conv_general_dilated(a, b, (stride, stride), "SAME")
+
+    np.testing.assert_allclose(rlx.jit(ours)(x, w), np.asarray(theirs(x, w)), rtol=1e-4,
+                               atol=1e-4)
+    grads = rlx.grad(lambda a, b: (ours(a, b) ** 2).sum(), argnums=(0, 1))(x, w)
+    want = jax.grad(lambda a, b: (theirs(a, b) ** 2).sum(), argnums=(0, 1))(x, w)
+    for got, ref in zip(grads, want, strict=True):
+        np.testing.assert_allclose(got, np.asarray(ref), rtol=1e-4, atol=1e-3)
+    if stride == 1:
+        np.testing.assert_allclose(rlx.jit(ours)(x, w), torch.nn.functional.conv2d(
+            torch.tensor(x), torch.tensor(w), padding="same").numpy(), rtol=1e-4, atol=1e-4)
 
 
 def test_numpy_parameters_of_nn_ops_take_the_input_dtype():
