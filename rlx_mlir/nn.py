@@ -377,8 +377,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | np.ndarray | None = None,
 
     >>> y, mean, var = rlx.nn.batch_norm(x, mean, var, w, b)   # doctest: +SKIP
     """
-    if x.ndim < 2:
-        raise RlxError(f"batch_norm: x must be [N, C, ...]; got shape {x.shape}",
+    if x.ndim < 2 or x.shape[1] == 0:
+        raise RlxError(f"batch_norm: x must be [N, C, ...] with C >= 1; got shape {x.shape}",
                        loc=loc_from_attr(_user_location()))
     axes = tuple(a for a in range(x.ndim) if a != 1)
     per_channel = (1, x.shape[1], *(1,) * (x.ndim - 2))

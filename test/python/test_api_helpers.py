@@ -279,6 +279,8 @@ def test_batch_norm_matches_torch_in_training_and_eval(shape, rng):
     np.testing.assert_allclose(evaluated, want_eval.numpy(), rtol=1e-12, atol=1e-12)
     with pytest.raises(rlx.RlxError, match="training=False needs running_mean"):
         rlx.jit(lambda v: rlx.nn.batch_norm(v, training=False))(x)
+    with pytest.raises(rlx.RlxError, match=r"\[N, C, \.\.\.\] with C >= 1"):
+        rlx.jit(lambda v: rlx.nn.batch_norm(v))(x[:, :0])
     with pytest.raises(rlx.RlxError, match="more than one value per channel"):
         rlx.jit(lambda v: rlx.nn.batch_norm(v))(x[(slice(1), slice(None), *[slice(1)] * (x.ndim - 2))])
 
