@@ -42,9 +42,11 @@ from xdsl.utils.exceptions import VerifyException
 from rlx_mlir.diagnostics import RlxError, loc_from_attr, make_loc, op_message
 from rlx_mlir.dialects import op_by_name
 from rlx_mlir.dialects.base import (
+    COMPLEX_DTYPES,
     FLOAT_DTYPES,
     INT_DTYPES,
     NUMPY_DTYPES,
+    REAL_OF,
     dtype_of,
     shape_of,
     tensor,
@@ -154,6 +156,9 @@ class Tensor:
         integer side becomes the float side's dtype, f32 for a Python or numpy float
         (``int_tensor * 0.5`` is 3.5, not 0; ``f32_tensor * int_tensor`` is f32)."""
         if isinstance(other, Tensor):
+            if {self.dtype, other.dtype} & set(COMPLEX_DTYPES):  # complex wins, as numpy
+                both = _complex_result(self.dtype, other.dtype)
+                return self.astype(both), other.astype(both)
             if _is_inexact(self.dtype) and not _is_inexact(other.dtype):
                 return self, other.astype(self.dtype)
             if _is_inexact(other.dtype) and not _is_inexact(self.dtype):
@@ -164,6 +169,8 @@ class Tensor:
             if wider is not None:  # i32 + i64 is i64, bool + i32 is i32 (numpy's rule)
                 return self.astype(wider), other.astype(wider)
             return self, other
+        if np.asarray(other).dtype.kind == "c" and self.dtype not in COMPLEX_DTYPES:
+            return self.astype(_complex_result(self.dtype)), other  # x * 1j, as numpy
         if np.asarray(other).dtype.kind in "fc" and not _is_inexact(self.dtype):
             return self.astype("f32"), other
         if self.dtype == "i1" and np.asarray(other).dtype.kind in "iu":
@@ -276,6 +283,8 @@ class Tensor:
         return _matmul(y, x)
 
     def __abs__(self):
+        if self.dtype in COMPLEX_DTYPES:  # the modulus, as numpy
+            return self.builder.sqrt(self.builder.complex_norm_sq(self))
         return self.builder.abs(self)
 
     def _compare(self, other: Any, predicate: str) -> Tensor:
@@ -358,8 +367,28 @@ class Tensor:
         name = _dtype_name(dtype)
         if name == self.dtype:
             return self
+        if {name, self.dtype} & set(COMPLEX_DTYPES):
+            return _complex_cast(self, name)
         truncate = self.dtype in ("f32", "f64") and name in ("i32", "i64")
         return self.builder.cast(_trunc(self) if truncate else self, name)
+
+    @property
+    def real(self) -> Tensor:
+        """The real part (f32) of a complex tensor; a real tensor itself, as numpy."""
+        return self.builder.emit("real", self) if self.dtype in COMPLEX_DTYPES else self
+
+    @property
+    def imag(self) -> Tensor:
+        """The imaginary part (f32) of a complex tensor; zeros for a real one, as numpy."""
+        if self.dtype in COMPLEX_DTYPES:
+            return self.builder.emit("imag", self)
+        return self.builder.full(self.shape, 0, self.dtype)
+
+    def conj(self) -> Tensor:
+        """The complex conjugate (a real tensor is its own)."""
+        return self.builder.emit("conjugate", self) if self.dtype in COMPLEX_DTYPES else self
+
+    conjugate = conj
 
     def _reduce(self, kind: str, axis: Any, keepdims: bool, options: dict[str, Any]
                 ) -> Tensor:
@@ -726,12 +755,10 @@ class Builder:
         array = np.asarray(value, dtype=NUMPY_DTYPES[dtype] if dtype else None)
         if array.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
             array = array.astype(np.float32)
-        try:
-            attr = to_attr(array)
-        except TypeError as e:  # complex constants: rlx has none
-            raise RlxError(f"{e} (a complex tensor combines with other tensors only)",
-                           loc=loc_from_attr(_user_location())) from None
-        return self.emit("constant", value=attr)  # type: ignore[return-value]
+        if array.dtype.kind == "c":  # rlx.complex of two real constants
+            part = "f32" if array.dtype == np.complex64 else "f64"
+            return self.complex(self.constant(array.real, part), self.constant(array.imag, part))
+        return self.emit("constant", value=to_attr(array))  # type: ignore[return-value]
 
     def full(self, shape: Sequence[int], value: float, dtype: str = "f32") -> Tensor:
         return self.constant(np.full(tuple(shape), value, dtype=NUMPY_DTYPES[dtype]))
@@ -895,7 +922,7 @@ def _trunc(x: Tensor) -> Tensor:
 def _divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     """numpy's ``divmod`` (``//`` and ``%``) of two tensors of one dtype: the quotient
     rounded toward -inf and the remainder with the sign of ``b``."""
-    if a.dtype == "c64":
+    if a.dtype in COMPLEX_DTYPES:
         raise RlxError("// and % are not defined for complex tensors (as in numpy)",
                        loc=loc_from_attr(_user_location()))
     if a.dtype == "i1":
@@ -1006,9 +1033,27 @@ def _wider_integer(a: str, b: str) -> str | None:
     return max(a, b, key=_INTEGER_WIDTH.__getitem__)
 
 
+def _complex_cast(x: Tensor, dtype: str) -> Tensor:
+    """To ``c64`` from a real or integer tensor (imaginary part 0); from ``c64`` to a
+    real dtype is an error (numpy drops the imaginary part with only a warning)."""
+    if x.dtype in COMPLEX_DTYPES:
+        if dtype in COMPLEX_DTYPES:  # c64 <-> c128: each part
+            return x.builder.complex(x.real.astype(REAL_OF[dtype]), x.imag.astype(REAL_OF[dtype]))
+        raise RlxError(f"cannot cast a complex tensor to {dtype}: take .real, .imag or "
+                       "abs(z) ** 2 (rlx.nn.complex_norm_sq) first",
+                       loc=loc_from_attr(_user_location()))
+    part = REAL_OF[dtype]
+    return x.builder.complex(x.astype(part), x.builder.full((), 0.0, part))
+
+
+def _complex_result(*dtypes: str) -> str:
+    """numpy's complex result: c128 when any operand is f64 or c128, else c64."""
+    return "c128" if {"f64", "c128"} & set(dtypes) else "c64"
+
+
 def _is_inexact(dtype: str) -> bool:
     """A float or complex dtype (numpy's "inexact")."""
-    return dtype in (*FLOAT_DTYPES, "c64")
+    return dtype in (*FLOAT_DTYPES, *COMPLEX_DTYPES)
 
 
 def _check_operand_count(op_cls: type, given: int) -> None:

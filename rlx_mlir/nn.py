@@ -12,6 +12,7 @@ innermost one when they mix a closure's tensors with an enclosing trace's).
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 from collections.abc import Sequence
@@ -77,7 +78,43 @@ rsqrt = _float_function("rsqrt", "rsqrt", "``1 / sqrt(x)``.")
 
 
 def abs(x: Tensor) -> Tensor:  # noqa: A001  (jax.numpy's name)
-    return _b(x).abs(x)
+    """``|x|``; for a complex tensor the modulus ``sqrt(re^2 + im^2)``, as f32."""
+    return builtins.abs(x)
+
+
+# ---------------------------------------------------------------- complex (c64)
+
+
+def complex(re: Tensor, im: Tensor | float = 0.0) -> Tensor:  # noqa: A001 (lax.complex)
+    """``re + i im`` as a c64 tensor (``jax.lax.complex``); the parts broadcast.
+
+    >>> rlx.nn.complex(np.float32([1, 2]), np.float32([3, 4]))  # doctest: +SKIP
+    array([1.+3.j, 2.+4.j], dtype=complex64)
+    """
+    re, im = _pair(re, im)
+    part = "f64" if re.dtype == "f64" else "f32"
+    return _b(re, im).complex(re.astype(part), im.astype(part))
+
+
+def real(z: Tensor) -> Tensor:
+    """The real part (f32) of a complex tensor (``jnp.real``)."""
+    return z.real
+
+
+def imag(z: Tensor) -> Tensor:
+    """The imaginary part (f32) of a complex tensor (``jnp.imag``)."""
+    return z.imag
+
+
+def conj(z: Tensor) -> Tensor:
+    """The complex conjugate ``re - i im`` (``jnp.conj``)."""
+    return z.conj()
+
+
+def complex_norm_sq(z: Tensor) -> Tensor:
+    """``|z|^2 = re^2 + im^2`` as f32: the real loss surface of a complex model. Its
+    gradient is ``z`` (SPEC 5.9: rlx's complex cotangents are ``dL/d conj(z)``)."""
+    return _b(z).complex_norm_sq(z) if z.dtype in ("c64", "c128") else z * z
 
 
 def log1p(x: Tensor) -> Tensor:
@@ -282,7 +319,7 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
     def lifted(x):
         if not isinstance(x, np.ndarray):
             return x  # a Tensor, or anything else for the builder to reject
-        floats_into_ints = x.dtype.kind in "fc" and like.dtype not in ("f32", "f64", "c64")
+        floats_into_ints = x.dtype.kind in "fc" and like.dtype not in ("f32", "f64", "c64", "c128")
         return x if floats_into_ints else like._lift(x)
 
     return b.concat(*(lifted(x) for x in xs), axis=axis)

@@ -39,14 +39,15 @@ from rlx_mlir.transforms.autodiff import (
     resolve_wrt,
 )
 
-_F32_TENSOR = re.compile(r"tensor<((?:\d+x)*)f32>")
+_F32_TENSOR = re.compile(r"tensor<((?:\d+x)*)(f32|complex<f32>)>")
 
 
 def promote_to_f64(module: ModuleOp | str) -> ModuleOp:
     """A copy of ``module`` with every f32 tensor (values and constants) made f64; the ops
     keep the source locations of ``module``'s (an error names the user's file)."""
     text = module if isinstance(module, str) else to_text(module)
-    promoted = parse(_F32_TENSOR.sub(r"tensor<\1f64>", text))
+    promoted = parse(_F32_TENSOR.sub(
+        lambda m: f"tensor<{m[1]}{m[2].replace('f32', 'f64')}>", text))
     if not isinstance(module, str):
         pairs = list(zip(module.walk(), promoted.walk(), strict=False))
         if all(a.name == b.name for a, b in pairs):
@@ -89,8 +90,8 @@ class GradReport:
 
 def random_args(sig: Signature, rng: np.random.Generator, int_high: int) -> dict[str, np.ndarray]:
     def one(a: Arg) -> np.ndarray:
-        if a.dtype.kind == "f":
-            return rng.standard_normal(a.shape).astype(a.dtype)
+        if a.dtype.kind in "fc":
+            return _normal(rng, a.shape, a.dtype)
         if a.dtype.kind == "b":
             return rng.integers(0, 2, a.shape).astype(bool)
         return rng.integers(0, int_high, a.shape).astype(a.dtype)
@@ -223,6 +224,14 @@ def _types(types: Sequence[object]) -> str:
     return ", ".join(str(t) for t in types)
 
 
+def _normal(rng: np.random.Generator, shape: tuple[int, ...],
+            dtype: np.dtype | type = np.float64) -> np.ndarray:
+    """Standard normal samples; complex ones have independent normal parts."""
+    if np.dtype(dtype).kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
 def _check(module: ModuleOp, f: func.FuncOp, grad_f: func.FuncOp, wrt: list[int],
            given: Mapping[str, np.ndarray] | None, seed: int, eps: float, int_high: int,
            max_elementwise: int, directions: int) -> GradReport:
@@ -230,8 +239,9 @@ def _check(module: ModuleOp, f: func.FuncOp, grad_f: func.FuncOp, wrt: list[int]
     sig = Signature.of(f)
     values = random_args(sig, rng, int_high)
     for name, value in (given or {}).items():
-        values[name] = np.asarray(value, dtype=np.float64 if np.asarray(value).dtype.kind == "f"
-                                  else np.asarray(value).dtype)
+        kind = np.asarray(value).dtype.kind
+        values[name] = np.asarray(value, dtype={"f": np.float64, "c": np.complex128}.get(
+            kind, np.asarray(value).dtype))
     arrays = [values[a.name] for a in sig.args]
     loss_shape = tuple(Signature.of(f).results[0].get_shape())
     cotangent = rng.standard_normal(loss_shape)
@@ -249,7 +259,7 @@ def _check(module: ModuleOp, f: func.FuncOp, grad_f: func.FuncOp, wrt: list[int]
             report.args.append(ArgReport(sig.args[index].name, 0.0, 0, surrogate))
             continue
         errors = [_directional_error(outputs, cotangent, arrays, index, v, grad, eps)
-                  for v in _probe_directions(arrays[index].shape, rng, max_elementwise,
+                  for v in _probe_directions(arrays[index], rng, max_elementwise,
                                              directions)]
         report.args.append(ArgReport(sig.args[index].name, max(errors), len(errors)))
     return report
@@ -288,13 +298,14 @@ def _tainted_block_args(op: Operation, block: Block, tainted: set[SSAValue]) -> 
             if op.operands[i] in tainted or (i < len(yielded) and yielded[i] in tainted)]
 
 
-def _probe_directions(shape: tuple[int, ...], rng: np.random.Generator, max_elementwise: int,
+def _probe_directions(x: np.ndarray, rng: np.random.Generator, max_elementwise: int,
                       directions: int) -> list[np.ndarray]:
-    """Unit vectors for small arguments (every element), random directions otherwise."""
-    size = int(np.prod(shape))
+    """Unit vectors for small arguments (every element, and each element times i for a
+    complex one), random directions otherwise."""
+    size, units = x.size, (1, 1j) if x.dtype.kind == "c" else (1,)
     if size <= max_elementwise:
-        return [np.eye(size)[i].reshape(shape) for i in range(size)]
-    return [rng.standard_normal(shape) for _ in range(directions)]
+        return [u * np.eye(size)[i].reshape(x.shape) for i in range(size) for u in units]
+    return [_normal(rng, x.shape, x.dtype) for _ in range(directions)]
 
 
 def _directional_error(outputs, cotangent: np.ndarray, arrays: list[np.ndarray], index: int,
@@ -309,7 +320,9 @@ def _directional_error(outputs, cotangent: np.ndarray, arrays: list[np.ndarray],
         return float(np.sum(cotangent * (outputs(plus) - outputs(minus)))) / (2 * h)
 
     numeric = (4 * central(eps / 2) - central(eps)) / 3
-    analytic = float(np.sum(grad * v))
+    # A complex argument's gradient is dL/d conj(z) (SPEC 5.9): dL = 2 Re(conj(g) dz).
+    analytic = (2 * float(np.sum(np.conj(grad) * v).real) if np.iscomplexobj(grad)
+                else float(np.sum(grad * v)))
     # Below the finite differences' rounding noise no relative comparison is meaningful.
     noise = 1e-13 * float(np.sum(np.abs(cotangent * outputs(arrays)))) / eps
     floor = 1e-6 * float(np.linalg.norm(grad)) * float(np.linalg.norm(v)) + noise + 1e-14
@@ -334,7 +347,7 @@ def check_jvp(module: ModuleOp | str, func_name: str | None = None,
     values = random_args(sig, rng, int_high)
     values.update({k: np.asarray(v) for k, v in (args or {}).items()})
     arrays = [values[a.name] for a in sig.args]
-    tangents = [rng.standard_normal(arrays[i].shape) for i in wrt_indices]
+    tangents = [_normal(rng, arrays[i].shape, arrays[i].dtype) for i in wrt_indices]
     outs = run_func(m64, jvp_f, [*arrays, *tangents])
     n = len(outs) // 2
 

@@ -1,7 +1,7 @@
 """The ``rlx`` dialect, assembled from its op family modules.
 
 Each family module (``elementwise``, ``linalg``, ``nn``, ``attention``, ``conv``,
-``shape``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
+``shape``, ``complex``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
 this package registers everything.
 """
 
@@ -12,6 +12,7 @@ from xdsl.ir import Dialect
 from rlx_mlir.dialects import (
     attention,
     backward,
+    complex,
     control,
     conv,
     elementwise,
@@ -24,6 +25,7 @@ from rlx_mlir.dialects.base import RlxOp
 
 FAMILIES = {
     "elementwise": elementwise,
+    "complex": complex,
     "linalg": linalg,
     "nn": nn,
     "attention": attention,

@@ -50,6 +50,7 @@ DTYPES: dict[str, Attribute] = {
     "i32": i32,
     "i64": i64,
     "c64": ComplexType(f32),
+    "c128": ComplexType(f64),
 }
 NUMPY_DTYPES: dict[str, np.dtype] = {
     "f32": np.dtype(np.float32),
@@ -58,9 +59,14 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
     "c64": np.dtype(np.complex64),
+    "c128": np.dtype(np.complex128),
 }
 FLOAT_DTYPES = ("f32", "f64")
 INT_DTYPES = ("i32", "i64")
+COMPLEX_DTYPES = ("c64", "c128")
+COMPLEX_OF = {"f32": "c64", "f64": "c128"}
+"""The complex dtype whose parts are the given float dtype (and back: ``REAL_OF``)."""
+REAL_OF = {c: f for f, c in COMPLEX_OF.items()}
 
 
 class ShapeError(VerifyException):
@@ -135,7 +141,7 @@ def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     """A dense elements attribute holding ``array`` (its dtype decides the type)."""
     names = {v: k for k, v in NUMPY_DTYPES.items()}
     dtype = names.get(array.dtype)
-    if dtype is None or dtype == "c64":
+    if dtype is None or dtype in COMPLEX_DTYPES:
         raise TypeError(f"constants of dtype {array.dtype} are not supported")
     ttype = tensor(array.shape, dtype)
     flat = array.reshape(-1)

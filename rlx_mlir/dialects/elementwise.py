@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from rlx_mlir.dialects.base import (
+    COMPLEX_DTYPES,
     FLOAT_DTYPES,
     RlxOp,
     ShapeError,
@@ -83,14 +84,14 @@ def _binary(name: str, fn: Callable, doc: str, dtypes: tuple[str, ...] | None = 
     return define_op(class_name, BinaryOp, name, doc, NUMPY_FN=staticmethod(fn), **extra)
 
 
-AddOp = _binary("rlx.add", np.add, "Elementwise ``lhs + rhs``.", ("f32", "f64", "i32", "i64", "c64"))
-SubOp = _binary("rlx.sub", np.subtract, "Elementwise ``lhs - rhs``.", ("f32", "f64", "i32", "i64", "c64"))
-MulOp = _binary("rlx.mul", np.multiply, "Elementwise ``lhs * rhs``.", ("f32", "f64", "i32", "i64", "c64"))
+AddOp = _binary("rlx.add", np.add, "Elementwise ``lhs + rhs``.", ("f32", "f64", "i32", "i64", "c64", "c128"))
+SubOp = _binary("rlx.sub", np.subtract, "Elementwise ``lhs - rhs``.", ("f32", "f64", "i32", "i64", "c64", "c128"))
+MulOp = _binary("rlx.mul", np.multiply, "Elementwise ``lhs * rhs``.", ("f32", "f64", "i32", "i64", "c64", "c128"))
 DivOp = _binary(
     "rlx.div",
     lambda a, b: _int_div(a, b) if a.dtype.kind == "i" else np.divide(a, b),
     "Elementwise ``lhs / rhs`` (integer division by zero gives 0).",
-    ("f32", "f64", "i32", "i64", "c64"),
+    ("f32", "f64", "i32", "i64", "c64", "c128"),
 )
 MinOp = _binary("rlx.min", np.minimum, "Elementwise minimum.")
 MaxOp = _binary("rlx.max", np.maximum, "Elementwise maximum.")
@@ -180,7 +181,7 @@ _INT_OK = {"neg", "abs"}
 
 def _activation(kind: str):
     fn, formula = ACTIVATIONS[kind]
-    dtypes = FLOAT_DTYPES + (("c64",) if kind in _COMPLEX_OK else ()) + (
+    dtypes = FLOAT_DTYPES + (COMPLEX_DTYPES if kind in _COMPLEX_OK else ()) + (
         ("i32", "i64") if kind in _INT_OK else ()
     )
     class_name = "".join(p.title() for p in kind.split("_")) + "Op"
@@ -233,7 +234,10 @@ class CompareOp(RlxOp):
             raise ShapeError(
                 f"unknown predicate '{pred}' (expected one of {', '.join(PREDICATES)})"
             )
-        expect_same_dtype(types, "'rlx.compare' operands")
+        dtype = expect_same_dtype(types, "'rlx.compare' operands")
+        if dtype in COMPLEX_DTYPES and pred not in ("eq", "ne"):
+            raise ShapeError(f"complex numbers are not ordered: predicate '{pred}' on {dtype} "
+                             "(only eq and ne)")
         return [tensor(broadcast_shapes(shape_of(types[0]), shape_of(types[1])), "i1")]
 
 
@@ -376,17 +380,26 @@ def _vjp_sub(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
     return [ctx.unbroadcast(g, a.shape), ctx.unbroadcast(-g, b.shape)]
 
 
+def _conj(ctx: VjpContext, x: Tensor) -> Tensor:
+    """``conj(x)`` for complex ``x`` (the Wirtinger VJPs of SPEC 5.9); real ``x`` as is."""
+    return ctx.b.conjugate(x) if x.dtype in COMPLEX_DTYPES else x
+
+
 @VJP.register(MulOp)
 def _vjp_mul(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
+    """``g b`` and ``g a``; complex: ``g conj(b)`` and ``g conj(a)``."""
     a, b = ctx.inputs(op)
-    return [ctx.unbroadcast(g * b, a.shape), ctx.unbroadcast(g * a, b.shape)]
+    return [ctx.unbroadcast(g * _conj(ctx, b), a.shape),
+            ctx.unbroadcast(g * _conj(ctx, a), b.shape)]
 
 
 @VJP.register(DivOp)
 def _vjp_div(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
+    """``g / b`` and ``-g y / b``; complex: b and y conjugated."""
     a, b = ctx.inputs(op)
     (y,) = ctx.outputs(op)
-    return [ctx.unbroadcast(g / b, a.shape), ctx.unbroadcast(-(g * y) / b, b.shape)]
+    b_, y_ = _conj(ctx, b), _conj(ctx, y)
+    return [ctx.unbroadcast(g / b_, a.shape), ctx.unbroadcast(-(g * y_) / b_, b.shape)]
 
 
 def _pow_base_prime(ctx: VjpContext | JvpContext, a: Tensor, b: Tensor) -> Tensor:
@@ -425,8 +438,21 @@ def _vjp_relu(ctx: VjpContext, op: UnaryOp, g: Tensor) -> list[Tensor | None]:
     return [ctx.b.relu_backward(x, g)]
 
 
+def _complex_derivative(ctx: VjpContext | JvpContext, op: UnaryOp) -> Tensor:
+    """``f'(z)`` of a complex activation (neg, exp, log, sqrt: all holomorphic)."""
+    (z,) = ctx.inputs(op)
+    (y,) = ctx.outputs(op)
+    kind = op.name.removeprefix("rlx.")
+    if kind == "neg":
+        return ctx.b.full((), -1.0, z.dtype)
+    return {"exp": lambda: y, "log": lambda: 1.0 / z, "sqrt": lambda: 0.5 / y}[kind]()
+
+
 def _vjp_activation(ctx: VjpContext, op: UnaryOp, g: Tensor) -> list[Tensor | None]:
+    """The activation backward op; complex: ``g conj(f'(z))`` (SPEC 5.3)."""
     (x,) = ctx.inputs(op)
+    if x.dtype in COMPLEX_DTYPES:
+        return [g * ctx.b.conjugate(_complex_derivative(ctx, op))]
     return [ctx.b.activation_backward(x, g, kind=op.name.removeprefix("rlx."))]
 
 
@@ -511,6 +537,8 @@ def _jvp_relu(ctx: JvpContext, op: UnaryOp, t) -> list[Tensor | None]:
 def _jvp_activation(ctx: JvpContext, op: UnaryOp, t) -> list[Tensor | None]:
     """``f'(x) * t``: the activation backward op applied to the tangent."""
     (x,) = ctx.inputs(op)
+    if x.dtype in COMPLEX_DTYPES:
+        return [t * _complex_derivative(ctx, op)]
     return [ctx.b.activation_backward(x, t, kind=op.name.removeprefix("rlx."))]
 
 
@@ -573,7 +601,7 @@ def _element_type(value: Any) -> Any:
 
 
 def _reject_complex(op: RlxOp) -> None:
-    if any(dtype_of(v.type) == "c64" for v in (*op.operands, *op.results)):
+    if any(dtype_of(v.type) in COMPLEX_DTYPES for v in (*op.operands, *op.results)):
         raise RlxError(f"'{op.name}' on complex tensors has no lowering yet; "
                        "run it with the interpreter (rlx-run --interpret)", op=op)
 
@@ -588,7 +616,7 @@ def _int_div_body(s: Any, a: Any, b: Any) -> Any:
 
 
 def _div_body(s: Any, a: Any, b: Any) -> Any:
-    return s.div(a, b) if s.is_float(a) else _int_div_body(s, a, b)
+    return _int_div_body(s, a, b) if s.is_integer(a) else s.div(a, b)
 
 
 def _pow_body(s: Any, a: Any, b: Any) -> Any:
@@ -608,7 +636,6 @@ _BINARY_BODIES: dict[type, Callable[..., Any]] = {
 
 @LOWER.register(*BINARY_OPS)
 def _lower_binary(op: BinaryOp, e: Any, lhs: Any, rhs: Any) -> Any:
-    _reject_complex(op)
     return e.elementwise([lhs, rhs], _element_type(op.result), _BINARY_BODIES[type(op)])
 
 
@@ -645,21 +672,18 @@ _ACTIVATION_BODIES: dict[str, Callable[..., Any]] = {
 
 @LOWER.register(*ACTIVATION_OPS.values())
 def _lower_activation(op: UnaryOp, e: Any, x: Any) -> Any:
-    _reject_complex(op)
     body = _ACTIVATION_BODIES[op.name.removeprefix("rlx.")]
     return e.elementwise([x], _element_type(op.result), body)
 
 
 @LOWER.register(CompareOp)
 def _lower_compare(op: CompareOp, e: Any, lhs: Any, rhs: Any) -> Any:
-    _reject_complex(op)
     predicate = op.attr("predicate")
     return e.elementwise([lhs, rhs], "i1", lambda s, a, b: s.cmp(predicate, a, b))
 
 
 @LOWER.register(WhereOp)
 def _lower_where(op: WhereOp, e: Any, cond: Any, on_true: Any, on_false: Any) -> Any:
-    _reject_complex(op)
     return e.elementwise([cond, on_true, on_false], _element_type(op.result),
                          lambda s, c, t, f: s.select(s.truth(c), t, f))
 

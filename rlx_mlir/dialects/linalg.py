@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import TensorType, f32, f64
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from rlx_mlir.dialects.base import (
+    COMPLEX_DTYPES,
     FLOAT_DTYPES,
     INT_DTYPES,
     RlxOp,
@@ -167,9 +168,9 @@ def _float_or_int_limit(sign: int) -> Callable[[np.dtype], float | int]:
 
 REDUCERS: dict[str, tuple[Callable, tuple[str, ...], str]] = {
     "sum": (lambda x, a, k: np.sum(x, axis=a, keepdims=k, dtype=x.dtype),
-            NUMERIC_DTYPES, "Sum (0 over empty axes)"),
+            (*NUMERIC_DTYPES, *COMPLEX_DTYPES), "Sum (0 over empty axes)"),
     "mean": (lambda x, a, k: np.mean(x, axis=a, keepdims=k, dtype=x.dtype),
-             FLOAT_DTYPES, "Mean: the sum divided by the product of the reduced extents"),
+             (*FLOAT_DTYPES, *COMPLEX_DTYPES), "Mean: the sum divided by the product of the reduced extents"),
     "max": (_extreme(np.max, _float_or_int_limit(-1)),
             NUMERIC_DTYPES, "Maximum (-inf over empty axes)"),
     "min": (_extreme(np.min, _float_or_int_limit(+1)),

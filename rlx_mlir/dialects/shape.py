@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from rlx_mlir.builder import Tensor
     from rlx_mlir.transforms.autodiff import VjpContext
 
-DATA_DTYPES = ("f32", "f64", "i1", "i32", "i64")
+DATA_DTYPES = ("f32", "f64", "i1", "i32", "i64", "c64", "c128")
 """Element types every data-movement op accepts."""
 NUMERIC_DTYPES = ("f32", "f64", "i32", "i64")
 """Element types that can be accumulated (scatter_add)."""

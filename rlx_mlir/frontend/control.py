@@ -76,7 +76,7 @@ class Spec:
         return int(np.prod(self.shape, dtype=np.int64))
 
 
-_WEAK_KINDS = {bool: ("i1",), int: ("i32", "i64", "f32", "f64"), float: ("f32", "f64", "c64")}
+_WEAK_KINDS = {bool: ("i1",), int: ("i32", "i64", "f32", "f64"), float: ("f32", "f64", "c64", "c128")}
 
 
 def _spec(leaf: Any, like: str | None = None) -> Spec:

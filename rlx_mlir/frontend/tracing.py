@@ -1174,7 +1174,7 @@ def _check_tangents(primals: Any, tangents: Any) -> None:
         raise _error("jvp: primals and tangents must have the same pytree structure")
     for (path, p), (_, t) in zip(p_leaves, t_leaves, strict=True):
         (ps, pd), (ts, td) = _spec(p), _spec(t)
-        if pd not in (*FLOAT_DTYPES, "c64"):
+        if pd not in (*FLOAT_DTYPES, "c64", "c128"):
             raise _error(f"jvp: the primal at {path} is {pd}{list(ps)}; jvp differentiates "
                            "float primals only")
         if (ps, pd) != (ts, td):

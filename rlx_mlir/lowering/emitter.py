@@ -23,10 +23,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith, math, tensor
+from xdsl.dialects import arith, complex, math, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    ComplexType,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
@@ -61,7 +62,11 @@ def element_type(dtype: str | Attribute) -> Attribute:
 
 
 def is_float(t: Attribute) -> bool:
-    return not isinstance(t, IntegerType)
+    return not isinstance(t, IntegerType | ComplexType)
+
+
+def is_complex(t: Attribute) -> bool:
+    return isinstance(t, ComplexType)
 
 
 def _is_power_of_two(x: object) -> bool:
@@ -144,7 +149,11 @@ class Emitter:
     def fill(self, value: Scalar, shape: Sequence[int], dtype: str | Attribute) -> Value:
         """A tensor of ``shape`` holding ``value`` everywhere (``linalg.fill``)."""
         init = self.empty(shape, dtype)
-        scalar = self.scalar(value, element_type(dtype))
+        etype = element_type(dtype)
+        if is_complex(etype):  # linalg.fill takes real scalars only: a generic
+            return self.generic([], [init], [AffineMap.identity(len(shape))],
+                                ["parallel"] * len(shape), lambda s, _: s.scalar(value, etype))
+        scalar = self.scalar(value, etype)
         return self.emit(linalg.FillOp([scalar], [init], [init.type]))
 
     def constant(self, value: np.ndarray | DenseIntOrFPElementsAttr) -> Value:
@@ -212,6 +221,13 @@ class Emitter:
         """``linalg.transpose``: result dim ``i`` is operand dim ``perm[i]``."""
         in_shape = shape_of(x.type)
         init = self.empty([in_shape[p] for p in perm], x.type.element_type)  # type: ignore[attr-defined]
+        if is_complex(x.type.element_type):  # type: ignore[attr-defined]
+            # xDSL's named linalg ops take real elements only: the same loop as a generic
+            # (output dim i reads input dim perm[i])
+            inverse = [perm.index(d) for d in range(len(perm))]
+            read = AffineMap(len(perm), 0, tuple(AffineExpr.dimension(i) for i in inverse))
+            return self.generic([x], [init], [read, AffineMap.identity(len(perm))],
+                                ["parallel"] * len(perm), lambda s, v, _: v)
         return self.emit(linalg.TransposeOp(x, init, DenseArrayBase.from_list(i64, list(perm))))
 
     def reshape(self, x: Value, shape: Sequence[int]) -> Value:
@@ -279,6 +295,9 @@ class Emitter:
         """A scalar SSA value: Python numbers become ``arith.constant`` of ``etype``."""
         if isinstance(value, SSAValue):
             return value
+        if is_complex(etype):
+            parts = (float(value.real), float(value.imag))  # type: ignore[union-attr]
+            return self.emit(complex.ConstantOp.from_floats(parts, etype.element_type))
         if is_float(etype):
             return self.emit(arith.ConstantOp(FloatAttr(float(value), etype)))  # type: ignore[arg-type]
         return self.emit(arith.ConstantOp(IntegerAttr(int(value), etype)))  # type: ignore[arg-type]
@@ -287,22 +306,30 @@ class Emitter:
         """Whether a scalar value is floating point (pick float or integer semantics)."""
         return is_float(x.type)
 
+    def is_integer(self, x: Value) -> bool:
+        """Whether a scalar value is an integer (or i1), not a real or complex float."""
+        return isinstance(x.type, IntegerType)
+
     def _pair(self, a: Scalar, b: Scalar) -> tuple[Value, Value]:
         like = a.type if isinstance(a, SSAValue) else b.type  # type: ignore[union-attr]
         return self.scalar(a, like), self.scalar(b, like)
 
-    def _binary(self, a: Scalar, b: Scalar, float_op, int_op) -> Value:
+    def _binary(self, a: Scalar, b: Scalar, float_op, int_op, complex_op=None) -> Value:
         a, b = self._pair(a, b)
+        if is_complex(a.type):
+            if complex_op is None:
+                raise TypeError(f"no complex form of {float_op.name}")
+            return self.emit(complex_op(a, b))
         return self.emit((float_op if is_float(a.type) else int_op)(a, b))
 
     def add(self, a: Scalar, b: Scalar) -> Value:
-        return self._binary(a, b, arith.AddfOp, arith.AddiOp)
+        return self._binary(a, b, arith.AddfOp, arith.AddiOp, complex.AddOp)
 
     def sub(self, a: Scalar, b: Scalar) -> Value:
-        return self._binary(a, b, arith.SubfOp, arith.SubiOp)
+        return self._binary(a, b, arith.SubfOp, arith.SubiOp, complex.SubOp)
 
     def mul(self, a: Scalar, b: Scalar) -> Value:
-        return self._binary(a, b, arith.MulfOp, arith.MuliOp)
+        return self._binary(a, b, arith.MulfOp, arith.MuliOp, complex.MulOp)
 
     def div(self, a: Scalar, b: Scalar) -> Value:
         """Float division, or signed integer division truncating toward zero. A float
@@ -310,7 +337,7 @@ class Emitter:
         reciprocal instead: the same exactly rounded result, ~10x cheaper in vector code."""
         if isinstance(a, SSAValue) and is_float(a.type) and _is_power_of_two(b):
             return self.mul(a, 1.0 / b)  # type: ignore[operator]
-        return self._binary(a, b, arith.DivfOp, arith.DivSIOp)
+        return self._binary(a, b, arith.DivfOp, arith.DivSIOp, complex.DivOp)
 
     def min(self, a: Scalar, b: Scalar) -> Value:
         """NaN-propagating minimum (``np.minimum``)."""
@@ -328,6 +355,8 @@ class Emitter:
         return self.emit(math.CopySignOp(a, b))
 
     def neg(self, x: Value) -> Value:
+        if is_complex(x.type):
+            return self.emit(complex.NegOp(x))
         return self.emit(arith.NegfOp(x)) if is_float(x.type) else self.sub(0, x)
 
     def abs(self, x: Value) -> Value:
@@ -335,13 +364,33 @@ class Emitter:
 
     def exp(self, x: Value) -> Value:
         """f32: a vectorizable polynomial (:mod:`rlx_mlir.lowering.fastmath`); else ``math.exp``."""
+        if is_complex(x.type):
+            return self.emit(complex.ExpOp(x))
         return fastmath.exp_f32(self, x) if fastmath.is_f32(x) else self.emit(math.ExpOp(x))
 
     def log(self, x: Value) -> Value:
-        return self.emit(math.LogOp(x))
+        """Natural log; complex: the principal branch ``ln|z| + i atan2(im, re)``."""
+        return self.emit((complex.LogOp if is_complex(x.type) else math.LogOp)(x))
 
     def sqrt(self, x: Value) -> Value:
-        return self.emit(math.SqrtOp(x))
+        """Square root; complex: the principal branch (imaginary part has im's sign)."""
+        return self.emit((complex.SqrtOp if is_complex(x.type) else math.SqrtOp)(x))
+
+    # -- complex scalars --------------------------------------------------------
+    def conj(self, z: Value) -> Value:
+        """``re - i im``."""
+        return self.emit(complex.ConjOp(z))
+
+    def real(self, z: Value) -> Value:
+        return self.emit(complex.ReOp(z))
+
+    def imag(self, z: Value) -> Value:
+        return self.emit(complex.ImOp(z))
+
+    def make_complex(self, re: Scalar, im: Scalar) -> Value:
+        """``re + i im`` from two floats of the same type."""
+        re, im = self._pair(re, im)
+        return self.emit(complex.CreateOp(re, im, ComplexType(re.type)))
 
     def rsqrt(self, x: Value) -> Value:
         return self.emit(math.RsqrtOp(x))
@@ -383,6 +432,8 @@ class Emitter:
     def cmp(self, predicate: str, a: Scalar, b: Scalar) -> Value:
         """``eq ne lt le gt ge`` -> i1 (floats ordered except ``ne``; i1 unsigned)."""
         a, b = self._pair(a, b)
+        if is_complex(a.type):  # eq / ne only (the verifier rejects orderings)
+            return self.emit((complex.EqualOp if predicate == "eq" else complex.NotEqualOp)(a, b))
         if is_float(a.type):
             return self.emit(arith.CmpfOp(a, b, _CMPF[predicate]))
         table = _CMPI_UNSIGNED if bit_width(a.type) == 1 else _CMPI_SIGNED

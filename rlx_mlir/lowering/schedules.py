@@ -164,14 +164,23 @@ def _has_custom_maps(op) -> bool:
 
 
 def _body_is_vectorizable(op) -> bool:
-    """No tensor.extract (gathers) and no ops the vectorizer does not know in the body."""
+    """No tensor.extract (gathers), no ops the vectorizer does not know in the body, and
+    no complex elements (there is no vector of ``complex<f32>``: those stay scalar loops)."""
     for region in op.regions:
         for block in region.blocks:
+            if any(_is_complex(a.type) for a in block.arguments):
+                return False
             for inner in block.operations:
                 n = inner.name
-                if n.startswith("tensor.") or n.startswith("scf.") or n.startswith("func."):
+                if n.split(".")[0] in ("tensor", "scf", "func", "complex"):
                     return False
     return True
+
+
+def _is_complex(t) -> bool:
+    from mlir import ir
+
+    return isinstance(t, ir.ComplexType)
 
 
 def _vec_size(n: int) -> int | None:
@@ -957,7 +966,7 @@ def _memref_shape(value) -> list[int] | None:
     if not isinstance(value.type, ir.MemRefType):
         return None
     t = ir.MemRefType(value.type)
-    return list(t.shape) if t.has_static_shape else None
+    return list(t.shape) if t.has_static_shape and not _is_complex(t.element_type) else None
 
 
 def walk_ops(module) -> list:

@@ -45,7 +45,8 @@ class Stage:
 
 
 _LOOPS = "convert-linalg-to-loops,lower-affine,convert-scf-to-cf,canonicalize"
-_MATH = "convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm"
+_MATH = ("func.func(convert-complex-to-standard),convert-math-to-funcs,convert-math-to-llvm,"
+         "convert-math-to-libm")
 _LLVM = ("expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-to-llvm,"
          "reconcile-unrealized-casts,canonicalize,cse")
 
@@ -108,7 +109,8 @@ def _fast_pipeline() -> list[Stage]:
               "convert-vector-to-scf{full-unroll=true},convert-linalg-to-loops,lower-affine)"),
         Stage("no-unroll", H.unroll_stage_name(), H.annotate_loops),
         Stage("cf", "func.func(convert-scf-to-cf,canonicalize)"),
-        Stage("math", "convert-math-to-funcs,func.func(convert-math-to-llvm),convert-math-to-libm"),
+        Stage("math", "func.func(convert-complex-to-standard),convert-math-to-funcs,"
+              "func.func(convert-math-to-llvm),convert-math-to-libm"),
         Stage("llvm", "func.func(convert-vector-to-llvm{reassociate-fp-reductions=true},"
               "expand-strided-metadata,lower-affine),finalize-memref-to-llvm,convert-to-llvm,"
               "reconcile-unrealized-casts,llvm.func(canonicalize,cse)"),

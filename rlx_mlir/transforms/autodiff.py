@@ -101,7 +101,7 @@ def linear_rule(fn):
 
 
 def is_differentiable_type(t) -> bool:
-    return isinstance(t, TensorType) and dtype_of(t) in (*FLOAT_DTYPES, "c64")
+    return isinstance(t, TensorType) and dtype_of(t) in (*FLOAT_DTYPES, "c64", "c128")
 
 
 # ---------------------------------------------------------------- the transform

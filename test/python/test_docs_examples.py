@@ -264,12 +264,22 @@ def check_interpreter_rule(ns: Scope, tmp: Path, out: str) -> None:
     close(ns["_interpret_softmax"](stub, x), softmax(x, axis=0))
 
 
+def check_complex_grad(ns: Scope, tmp: Path, out: str) -> None:
+    """rlx's complex gradient is half of PyTorch's ``z.grad``."""
+    import torch
+
+    z = torch.tensor(ns["z"], requires_grad=True)
+    (z.abs() ** 2).sum().backward()
+    np.testing.assert_allclose(2 * ns["g"], z.grad.numpy(), rtol=1e-6)
+
+
 Check = Callable[[Scope, Path, str], None]
 CHECKS: dict[str, Check] = {
     "getting-started.md:python0": check_first_jit,
     "getting-started.md:python1": check_view,
     "api.md:python1": check_scan_grad,
     "api.md:python2": check_softplus_rule,
+    "api.md:python3": check_complex_grad,
     "autodiff.md:python0": check_vjp_rule,
     "jvp-vmap.md:python0": check_jvp_rule,
     "jvp-vmap.md:python1": check_vmap_rules,
