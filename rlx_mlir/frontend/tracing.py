@@ -182,8 +182,9 @@ def _as_array(value: Any, path: str = "") -> np.ndarray:
     except Exception as e:  # a ragged list, an object numpy cannot convert, ...
         raise _error(f"unsupported argument{_at(path)}: {type(value).__name__} "
                      f"({e})") from None
-    if array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
-        array = array.astype(np.float32)  # Python floats are f32 like JAX's default
+    if array.dtype.kind in "fc" and array.itemsize in (8, 16) and not isinstance(
+            value, (np.ndarray, np.generic)):  # Python floats are f32 like JAX's default
+        array = array.astype(np.float32 if array.dtype.kind == "f" else np.complex64)
     if array.dtype == np.int64 and not isinstance(value, (np.ndarray, np.generic)):
         i32 = np.iinfo(np.int32)  # min and max, not abs: abs(-2**63) wraps to -2**63
         if array.size and (array.min() < i32.min or array.max() > i32.max):

@@ -298,10 +298,10 @@ func.func @scatter_index_dtype(%u: tensor<5x4xf32>, %i: tensor<5xi1>) -> tensor<
 
 // -----
 
-func.func @complex_transpose(%x: tensor<2x3xcomplex<f32>>) -> tensor<3x2xcomplex<f32>> {
-  // expected-error @below {{'rlx.transpose' op operand has element type c64 (supported: f32, f64, i1, i32, i64)}}
-  %0 = rlx.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xcomplex<f32>>) -> tensor<3x2xcomplex<f32>>
-  func.return %0 : tensor<3x2xcomplex<f32>>
+func.func @complex_scatter(%u: tensor<5x4xcomplex<f32>>, %i: tensor<5xi32>) -> tensor<10x4xcomplex<f32>> {
+  // expected-error @below {{'rlx.scatter_add' op updates has element type c64 (supported: f32, f64, i32, i64)}}
+  %0 = rlx.scatter_add %u, %i : (tensor<5x4xcomplex<f32>>, tensor<5xi32>) -> tensor<10x4xcomplex<f32>>
+  func.return %0 : tensor<10x4xcomplex<f32>>
 }
 
 // -----

@@ -108,6 +108,8 @@ def test_complex_result_and_mixed_operands():
     out = rlx.jit(lambda z, x: (z * x + 2j * x, x.astype(np.float64) + z))(z, x)
     np.testing.assert_allclose(out[0], z * x + 2j * x, rtol=1e-6)
     assert out[1].dtype == np.complex128
+    python_complex = rlx.jit(lambda z: z * z)(1 + 2j)  # a Python complex is c64, as JAX's
+    assert python_complex.dtype == np.complex64 and python_complex == -3 + 4j
     np.testing.assert_allclose(out[1], x.astype(np.float64) + z, rtol=1e-6)
 
 
@@ -205,7 +207,7 @@ def test_vmap_matches_a_loop():
     xs = rng.standard_normal((5, 4, 3)).astype(np.float32)
     batched = rlx.vmap(lambda z, w, x: _model(z, w, x, rlx.nn), in_axes=(0, None, 0))(zs, w, xs)
     one = rlx.jit(lambda z, w, x: _model(z, w, x, rlx.nn))
-    np.testing.assert_allclose(batched, np.stack([one(z, w, x) for z, x in zip(zs, xs)]),
+    np.testing.assert_allclose(batched, np.stack([one(z, w, x) for z, x in zip(zs, xs, strict=True)]),
                                rtol=1e-5, atol=1e-6)
 
 

@@ -564,9 +564,10 @@ def test_jit_rejects_mismatched_matmul_and_broadcast_shapes():
         rlx.jit(lambda a, b: a + b)(np.ones((2, 3), np.float32), np.ones((4,), np.float32))
 
 
-def test_complex_argument_times_a_python_float_is_an_rlx_error():
-    with pytest.raises(rlx.RlxError, match="constants of dtype complex64 are not supported"):
-        rlx.jit(lambda t: t * 2.0)(np.ones((2, 3), np.complex64))
+def test_complex_argument_times_a_python_float_matches_torch():
+    z = (np.arange(6) - 2.5j).reshape(2, 3).astype(np.complex64)
+    np.testing.assert_allclose(rlx.jit(lambda t: t * 2.0 + 1)(z),
+                               (torch.tensor(z) * 2.0 + 1).numpy(), rtol=1e-6)
 
 
 def test_string_argument_to_a_compiled_function_is_an_rlx_error():

@@ -16,7 +16,8 @@ from rlx_mlir.dialects.backward.activation import DERIVATIVES
 from rlx_mlir.dialects.shape import DATA_DTYPES, NUMERIC_DTYPES, reshape_segments
 from rlx_mlir.runtime.jit import compile as jit_compile
 
-NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "i1": np.bool_}
+NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "i1": np.bool_,
+      "c64": np.complex64, "c128": np.complex128}
 RTOL = {"f32": 1e-5, "f64": 1e-12}
 INDEX_DTYPES = ("i32", "i64", "f32", "f64")
 FEW = settings(max_examples=8, deadline=None,
@@ -44,6 +45,8 @@ def data(shape, dtype, rng):
         return rng.random(shape) < 0.5
     if dtype in ("i32", "i64"):
         return rng.integers(-9, 10, shape).astype(NP[dtype])
+    if dtype in ("c64", "c128"):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(NP[dtype])
     return rng.standard_normal(shape).astype(NP[dtype])
 
 
