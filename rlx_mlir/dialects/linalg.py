@@ -89,7 +89,7 @@ class MatmulOp(RlxOp):
     def infer(cls, types, attrs, out):
         lhs, rhs = (cls._matrix(t, what) for t, what in zip(types, ("lhs", "rhs"), strict=True))
         dtype = expect_same_dtype(types, f"'{cls.name}' operands")
-        expect_dtype(cls, types[0], NUMERIC_DTYPES)
+        expect_dtype(cls, types[0], (*NUMERIC_DTYPES, *COMPLEX_DTYPES))
         if lhs[-1] != rhs[-2]:
             raise ShapeError(
                 f"contraction dims differ: lhs {fmt_shape(lhs)} has K={lhs[-1]}, "
@@ -265,10 +265,12 @@ def _interpret_cumsum(op: CumsumOp, x: np.ndarray) -> np.ndarray:
 
 @VJP.register(MatmulOp)
 def _vjp_matmul(ctx: VjpContext, op: MatmulOp, g: Tensor) -> list[Tensor | None]:
-    """``da = g @ b^T``, ``db = a^T @ g``, each summed back over broadcast batch dims.
-    A shared 2-D ``b`` (``[B, S, K] @ [K, N]``) gets ``db`` as one matmul over the folded
-    rows, ``[K, B*S] @ [B*S, N]``, instead of B matmuls and a sum."""
+    """``da = g @ b^T``, ``db = a^T @ g``, each summed back over broadcast batch dims
+    (complex: the conjugate transposes, SPEC 5.9). A shared 2-D ``b`` (``[B, S, K] @
+    [K, N]``) gets ``db`` as one matmul over the folded rows, ``[K, B*S] @ [B*S, N]``,
+    instead of B matmuls and a sum."""
     a, b = ctx.inputs(op)
+    a, b = a.conj(), b.conj()  # real operands as they are
     da = ctx.unbroadcast(g @ b.mT, a.shape)
     if b.ndim == 2 and a.ndim > 2:
         rows = ctx.b.reshape(a, (-1, a.shape[-1]))
@@ -450,6 +452,7 @@ from xdsl.dialects.builtin import (  # noqa: E402
 from xdsl.ir.affine import AffineExpr, AffineMap  # noqa: E402
 
 from rlx_mlir.dialects.base import numpy_dtype  # noqa: E402
+from rlx_mlir.lowering.emitter import is_complex  # noqa: E402
 from rlx_mlir.rules import LOWER  # noqa: E402
 
 
@@ -516,6 +519,8 @@ def _lower_matmul(op: MatmulOp, e: Any, a: Any, b: Any) -> Any:
     broadcasts: a linalg.generic contraction whose maps broadcast the batch (no copies).
     Folding is ``collapse_shape`` / ``expand_shape`` only (views after bufferization)."""
     sa, sb, out = shape_of(a.type), shape_of(b.type), shape_of(op.result.type)
+    if is_complex(a.type.element_type):  # no named complex matmul in xDSL, no schedule
+        return _generic_contraction(e, a, b, out)
     if len(sa) == len(sb) == 2:
         return e.matmul(a, b)
     if _numel(sb[:-2]) == 1:
