@@ -455,6 +455,26 @@ def solve(a: Tensor, b: Tensor) -> Tensor:
     return getattr(_b(a, b), op)(a, b)
 
 
+def dropout(x: Tensor, rate: float, key: Tensor | int, training: bool = True) -> Tensor:
+    """Zero each element with probability ``rate`` and scale the rest by ``1 / (1 -
+    rate)`` (PyTorch's ``F.dropout``, Flax's ``Dropout``); the mask comes from ``key``
+    (:mod:`rlx_mlir.random`: pass a new key each step). ``training=False``: ``x``.
+
+    >>> h = rlx.nn.dropout(h, 0.1, key)                     # doctest: +SKIP
+    """
+    from rlx_mlir import random
+
+    if not 0.0 <= rate <= 1.0:
+        raise RlxError(f"dropout: rate must be in [0, 1], got {rate}",
+                       loc=loc_from_attr(_user_location()))
+    if not training or rate == 0.0:
+        return x
+    if rate == 1.0:
+        return x * 0
+    keep = random.bernoulli(key, 1.0 - rate, x.shape)
+    return where(keep, x / (1.0 - rate), 0.0)
+
+
 def stop_gradient(x: Tensor) -> Tensor:
     return _b(x).stop_gradient(x)
 

@@ -1,7 +1,7 @@
 """The ``rlx`` dialect, assembled from its op family modules.
 
 Each family module (``elementwise``, ``linalg``, ``nn``, ``attention``, ``conv``,
-``shape``, ``complex``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
+``shape``, ``random``, ``complex``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
 this package registers everything.
 """
 
@@ -18,6 +18,7 @@ from rlx_mlir.dialects import (
     elementwise,
     linalg,
     nn,
+    random,
     shape,
     solve,
 )
@@ -32,6 +33,7 @@ FAMILIES = {
     "conv": conv,
     "shape": shape,
     "solve": solve,
+    "random": random,
     "backward": backward,
     "control": control,
 }

@@ -467,7 +467,6 @@ from dataclasses import replace  # noqa: E402
 from xdsl.dialects import arith, func  # noqa: E402
 from xdsl.dialects import tensor as tensor_ops  # noqa: E402
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, i64  # noqa: E402
-from xdsl.dialects.linalg.ops import IndexOp  # noqa: E402
 from xdsl.ir import SSAValue  # noqa: E402
 from xdsl.ir.affine import AffineMap  # noqa: E402
 
@@ -594,7 +593,7 @@ class GroupedOperands:
 
 def _position(s: Emitter, dim: int) -> SSAValue:
     """``linalg.index dim`` as i64."""
-    return s.emit(arith.IndexCastOp(s.emit(IndexOp(dim)), i64))
+    return s.index(dim)
 
 
 def _causal_bounds(s: Emitter, lengths: tuple[int, int]) -> tuple[SSAValue, SSAValue]:

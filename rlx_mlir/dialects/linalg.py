@@ -444,6 +444,7 @@ from xdsl.dialects import tensor as tensor_dialect  # noqa: E402
 from xdsl.dialects.builtin import (  # noqa: E402
     DYNAMIC_INDEX,
     ArrayAttr,
+    ComplexType,
     DenseArrayBase,
     IndexType,
     IntegerAttr,
@@ -452,7 +453,6 @@ from xdsl.dialects.builtin import (  # noqa: E402
 from xdsl.ir.affine import AffineExpr, AffineMap  # noqa: E402
 
 from rlx_mlir.dialects.base import numpy_dtype  # noqa: E402
-from rlx_mlir.lowering.emitter import is_complex  # noqa: E402
 from rlx_mlir.rules import LOWER  # noqa: E402
 
 
@@ -519,7 +519,7 @@ def _lower_matmul(op: MatmulOp, e: Any, a: Any, b: Any) -> Any:
     broadcasts: a linalg.generic contraction whose maps broadcast the batch (no copies).
     Folding is ``collapse_shape`` / ``expand_shape`` only (views after bufferization)."""
     sa, sb, out = shape_of(a.type), shape_of(b.type), shape_of(op.result.type)
-    if is_complex(a.type.element_type):  # no named complex matmul in xDSL, no schedule
+    if isinstance(a.type.element_type, ComplexType):  # no named complex matmul in xDSL
         return _generic_contraction(e, a, b, out)
     if len(sa) == len(sb) == 2:
         return e.matmul(a, b)

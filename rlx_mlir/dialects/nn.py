@@ -1144,7 +1144,7 @@ def label_index(s: Any, label: SSAValue, classes: int) -> tuple[Any, Any]:
 
 def index_i64(s: Any, dim: int) -> SSAValue:
     """``linalg.index dim`` as i64 (body scalar helpers take integer types, not index)."""
-    return s.emit(arith.IndexCastOp(s.emit(linalg_ops.IndexOp(dim)), i64))
+    return s.index(dim)
 
 
 def row_softmax_stats(e: Any, logits: SSAValue, keep_dims: bool) -> tuple[SSAValue, SSAValue]:

@@ -376,6 +376,24 @@ class Emitter:
         """Square root; complex: the principal branch (imaginary part has im's sign)."""
         return self.emit((complex.SqrtOp if is_complex(x.type) else math.SqrtOp)(x))
 
+    # -- integer bits ------------------------------------------------------------
+    def index(self, dim: int, dtype: str | Attribute = "i64") -> Value:
+        """``linalg.index dim`` (inside a generic body) as an integer of ``dtype``."""
+        return self.emit(arith.IndexCastOp(self.emit(linalg.IndexOp(dim)), element_type(dtype)))
+
+    def xor(self, a: Scalar, b: Scalar) -> Value:
+        a, b = self._pair(a, b)
+        return self.emit(arith.XOrIOp(a, b))
+
+    def shift_right(self, a: Scalar, b: Scalar) -> Value:
+        """Logical (unsigned) right shift."""
+        a, b = self._pair(a, b)
+        return self.emit(arith.ShRUIOp(a, b))
+
+    def unsigned_to_float(self, x: Value, dtype: str | Attribute) -> Value:
+        """An integer read as unsigned, converted to the float ``dtype``."""
+        return self.emit(arith.UIToFPOp(x, element_type(dtype)))  # type: ignore[arg-type]
+
     # -- complex scalars --------------------------------------------------------
     def conj(self, z: Value) -> Value:
         """``re - i im``."""

@@ -264,6 +264,13 @@ def check_interpreter_rule(ns: Scope, tmp: Path, out: str) -> None:
     close(ns["_interpret_softmax"](stub, x), softmax(x, axis=0))
 
 
+def check_random_keys(ns: Scope, tmp: Path, out: str) -> None:
+    """Half the dropout mask is zeros; the kept entries are scaled noisy ones."""
+    first = ns["first"]
+    assert 0.2 < (first == 0).mean() < 0.8
+    assert np.all(np.abs(first[first != 0] - 2.0) < 1.0)
+
+
 def check_complex_grad(ns: Scope, tmp: Path, out: str) -> None:
     """rlx's complex gradient is half of PyTorch's ``z.grad``."""
     import torch
@@ -279,7 +286,8 @@ CHECKS: dict[str, Check] = {
     "getting-started.md:python1": check_view,
     "api.md:python1": check_scan_grad,
     "api.md:python2": check_softplus_rule,
-    "api.md:python3": check_complex_grad,
+    "api.md:python3": check_random_keys,
+    "api.md:python4": check_complex_grad,
     "autodiff.md:python0": check_vjp_rule,
     "jvp-vmap.md:python0": check_jvp_rule,
     "jvp-vmap.md:python1": check_vmap_rules,

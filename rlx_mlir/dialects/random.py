@@ -1,0 +1,181 @@
+"""Random family: counter-based uniform and normal samples from an integer key (SPEC 2.2.11).
+
+The key is a 0-d i32 tensor, an operand rather than an attribute, so one compiled program
+draws new numbers each step when the caller passes a new key (SPEC defect 24: RLX's Sample
+re-seeded with the same constant on every execution)::
+
+    %u = rlx.rng_uniform %key : (tensor<i32>) -> tensor<4x8xf32>
+    %n = rlx.rng_normal %key : (tensor<i32>) -> tensor<16xf64>
+
+Element ``i`` (row-major) is a pure function of ``(key, i)``: two 32-bit words
+``word(key, 2i)`` and ``word(key, 2i + 1)`` of a hash (:func:`mix`, Wellons' lowbias32),
+so native code and the interpreter draw bit-identical words, and any tiling or thread
+split of the loop draws the same numbers. Uniform f32 takes 24 bits (``[0, 1)``), uniform
+f64 53 bits; normal is Box-Muller on two 24-bit uniforms. Neither op has a gradient.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType, f32
+from xdsl.irdl import operand_def, result_def
+
+from rlx_mlir.dialects.base import (
+    FLOAT_DTYPES,
+    RlxOp,
+    ShapeError,
+    define_op,
+    dtype_of,
+    numpy_dtype,
+    shape_of,
+)
+from rlx_mlir.rules import INTERPRET, JVP, LOWER, VJP, VMAP, no_gradient
+
+GOLDEN = 0x9E3779B9
+_MIX = ((16, 0x7FEB352D), (15, 0x846CA68B), (16, None))
+"""lowbias32: ``x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16``."""
+
+
+def mix(x: np.ndarray) -> np.ndarray:
+    """The 32-bit hash of uint32 ``x`` (wrapping arithmetic)."""
+    for shift, factor in _MIX:
+        x = x ^ (x >> np.uint32(shift))
+        if factor is not None:
+            x = x * np.uint32(factor)
+    return x
+
+
+def words(key: int, counters: np.ndarray) -> np.ndarray:
+    """``mix(mix(c + s) ^ s)`` for each counter ``c``, with ``s = mix(key + GOLDEN)``."""
+    with np.errstate(over="ignore"):
+        seed = mix(np.array([np.uint32(key & 0xFFFFFFFF) + np.uint32(GOLDEN)], np.uint32))[0]
+        return mix(mix(counters.astype(np.uint32) + seed) ^ seed)
+
+
+class RngOp(RlxOp):
+    """Samples of the result type (f32 or f64, any static shape) from a 0-d i32 key."""
+
+    key = operand_def(TensorType)
+    result = result_def(TensorType)
+    RESULT_FROM_TYPE: ClassVar[bool] = True
+    ATTRS: ClassVar[dict[str, str]] = {}
+    SAMPLE: ClassVar[Callable[[np.ndarray, np.ndarray, np.dtype], np.ndarray]]
+    LOWER_SAMPLE: ClassVar[Callable[..., Any]]
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        if out is None:
+            raise ShapeError(f"'{cls.name}' needs its result type")
+        if dtype_of(types[0]) != "i32" or shape_of(types[0]):
+            raise ShapeError(f"'{cls.name}' key must be a 0-d i32 tensor, got {types[0]}")
+        if dtype_of(out[0]) not in FLOAT_DTYPES:
+            raise ShapeError(f"'{cls.name}' result must be f32 or f64, got {out[0]}")
+        return [out[0]]
+
+
+# ---------------------------------------------------------------- the samplers (numpy)
+
+_2_POW = {24: 2.0**-24, 53: 2.0**-53}
+
+
+def _uniform(w0: np.ndarray, w1: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype == np.float32:
+        return ((w0 >> np.uint32(8)).astype(np.float32) * np.float32(_2_POW[24]))
+    hi, lo = (w0 >> np.uint32(5)).astype(np.float64), (w1 >> np.uint32(6)).astype(np.float64)
+    return (hi * 2.0**26 + lo) * _2_POW[53]
+
+
+def _normal(w0: np.ndarray, w1: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    u1 = ((w0 >> np.uint32(8)).astype(dtype) + 1) * dtype.type(_2_POW[24])  # (0, 1]
+    u2 = (w1 >> np.uint32(8)).astype(dtype) * dtype.type(_2_POW[24])
+    return (np.sqrt(-2 * np.log(u1)) * np.cos(dtype.type(2 * math.pi) * u2)).astype(dtype)
+
+
+# ---------------------------------------------------------------- the samplers (native)
+
+
+def _lower_words(s: Any, key: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """The two hash words of this element (i32 scalars), as :func:`words`."""
+    flat = s.scalar(0, key.type)
+    for dim, stride in enumerate(_strides(shape)):
+        if shape[dim] > 1:
+            flat = s.add(s.mul(s.cast(s.index(dim), "i32"), stride), flat)
+    counter = s.mul(flat, 2)
+    seed = _lower_mix(s, s.add(key, _signed(GOLDEN)))
+    return tuple(_lower_mix(s, s.xor(_lower_mix(s, s.add(c, seed)), seed))
+                 for c in (counter, s.add(counter, 1)))  # type: ignore[return-value]
+
+
+def _lower_mix(s: Any, x: Any) -> Any:
+    for shift, factor in _MIX:
+        x = s.xor(x, s.shift_right(x, shift))
+        if factor is not None:
+            x = s.mul(x, _signed(factor))
+    return x
+
+
+def _signed(u32: int) -> int:
+    return u32 - (1 << 32) if u32 >= 1 << 31 else u32
+
+
+def _strides(shape: tuple[int, ...]) -> list[int]:
+    return [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))]
+
+
+def _lower_bits_as_float(s: Any, w: Any, drop: int, dtype: Any) -> Any:
+    return s.unsigned_to_float(s.shift_right(w, drop), dtype)
+
+
+def _lower_uniform(s: Any, w0: Any, w1: Any, dtype: Any) -> Any:
+    if dtype == f32:
+        return s.mul(_lower_bits_as_float(s, w0, 8, dtype), _2_POW[24])
+    hi, lo = _lower_bits_as_float(s, w0, 5, dtype), _lower_bits_as_float(s, w1, 6, dtype)
+    return s.mul(s.add(s.mul(hi, 2.0**26), lo), _2_POW[53])
+
+
+def _lower_normal(s: Any, w0: Any, w1: Any, dtype: Any) -> Any:
+    u1 = s.mul(s.add(_lower_bits_as_float(s, w0, 8, dtype), 1.0), _2_POW[24])
+    u2 = s.mul(_lower_bits_as_float(s, w1, 8, dtype), _2_POW[24])
+    radius = s.sqrt(s.mul(s.log(u1), -2.0))
+    return s.mul(radius, s.cos(s.mul(u2, 2 * math.pi)))
+
+
+RngUniformOp = define_op(
+    "RngUniformOp", RngOp, "rlx.rng_uniform",
+    "Uniform samples in ``[0, 1)`` (24 random bits for f32, 53 for f64).",
+    SAMPLE=staticmethod(_uniform), LOWER_SAMPLE=staticmethod(_lower_uniform))
+RngNormalOp = define_op(
+    "RngNormalOp", RngOp, "rlx.rng_normal",
+    "Standard normal samples (Box-Muller on two 24-bit uniforms).",
+    SAMPLE=staticmethod(_normal), LOWER_SAMPLE=staticmethod(_lower_normal))
+OPS = [RngUniformOp, RngNormalOp]
+
+
+@INTERPRET.register(*OPS)
+def _interpret_rng(op: RngOp, key: np.ndarray) -> np.ndarray:
+    shape, dtype = shape_of(op.result.type), numpy_dtype(op.result.type)
+    counters = 2 * np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+    w0, w1 = words(int(key), counters), words(int(key), counters + 1)
+    return type(op).SAMPLE(w0, w1, dtype).reshape(shape)
+
+
+VJP.register(*OPS)(no_gradient)
+JVP.register(*OPS)(lambda ctx, op, t: [None])
+# A batched key draws each element's samples from its own key; an unbatched one is shared.
+VMAP.register(*OPS)(lambda ctx, op, xs, batched: ctx.unroll(op, xs, batched))
+
+
+@LOWER.register(*OPS)
+def _lower_rng(op: RngOp, e: Any, key: Any) -> Any:
+    """One parallel generic over the result: the element's index hashed with the key."""
+    shape, etype = tuple(shape_of(op.result.type)), op.result.type.element_type
+
+    def body(s: Any, k: Any) -> Any:
+        w0, w1 = _lower_words(s, k, shape)
+        return type(op).LOWER_SAMPLE(s, w0, w1, etype)
+
+    return e.elementwise([key], etype, body, shape)

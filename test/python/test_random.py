@@ -1,0 +1,138 @@
+"""Random numbers (rlx.rng_uniform, rlx.rng_normal, rlx.random, rlx.nn.dropout): native
+code draws the interpreter's numbers bit for bit (uniform) or to rounding (normal), with
+the right distribution, fresh numbers per key, no gradient, and vmap over keys."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import rlx_mlir as rlx
+from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.dialects.base import tensor
+from rlx_mlir.runtime.jit import compile as jit_compile
+
+
+def _sampler(op: str, shape, dtype: str):
+    b = rlx.Builder("draw")
+    b.ret(b.emit(op, b.input("key", (), "i32"), out=[tensor(shape, dtype)]))
+    return b.module
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("op", ["rng_uniform", "rng_normal"])
+@pytest.mark.parametrize("shape", [(), (1,), (7, 3), (64, 1, 4096)])
+def test_native_draws_the_interpreters_numbers(op, dtype, shape):
+    """Whatever the loops' tiling and thread split, element i is a function of (key, i)."""
+    module = _sampler(op, shape, dtype)
+    native = jit_compile(module)(np.int32(-12345))[0]
+    (interpreted,) = rlx.interpret(module, np.int32(-12345))
+    assert native.shape == interpreted.shape == shape
+    assert native.dtype == interpreted.dtype == np.dtype({"f32": np.float32, "f64": np.float64}[dtype])
+    if op == "rng_uniform":
+        np.testing.assert_array_equal(native, interpreted)
+    else:
+        np.testing.assert_allclose(native, interpreted, rtol=1e-5, atol=1e-6)
+
+
+def test_distributions():
+    """1M samples: uniform mean, variance and a 256-bin chi-square; normal moments and
+    tail fractions; neighbours and neighbouring keys uncorrelated."""
+    n = 1 << 20
+    u = rlx.jit(lambda k: rlx.random.uniform(k, n))(np.int32(1)).astype(np.float64)
+    assert u.min() >= 0 and u.max() < 1
+    assert abs(u.mean() - 0.5) < 3e-3 and abs(u.var() - 1 / 12) < 1e-3
+    counts, _ = np.histogram(u, bins=256)
+    chi2 = ((counts - n / 256) ** 2 / (n / 256)).sum()
+    assert chi2 < 255 + 5 * np.sqrt(2 * 255)
+    z = rlx.jit(lambda k: rlx.random.normal(k, n))(np.int32(2)).astype(np.float64)
+    assert abs(z.mean()) < 5e-3 and abs(z.std() - 1) < 5e-3
+    assert abs((np.abs(z) > 1.96).mean() - 0.05) < 2e-3
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 5e-3
+    u2 = rlx.jit(lambda k: rlx.random.uniform(k, n))(np.int32(2)).astype(np.float64)
+    assert abs(np.corrcoef(u, u2)[0, 1]) < 5e-3
+
+
+def test_a_new_key_gives_new_numbers_from_one_compiled_program():
+    step = rlx.jit(lambda k: rlx.random.normal(k, (4, 4)))
+    first, again, other = step(np.int32(0)), step(np.int32(0)), step(np.int32(1))
+    np.testing.assert_array_equal(first, again)
+    assert not np.isclose(first, other).any()
+    np.testing.assert_allclose(first, rlx.random.normal(0, (4, 4)), rtol=1e-5)  # eager
+
+
+def test_split_keys_are_distinct_and_usable_in_a_trace():
+    @rlx.jit
+    def draw(key):
+        k1, k2, k3 = rlx.random.split(key, 3)
+        return rlx.random.uniform(k1, 3), rlx.random.uniform(k2, 3), k3
+
+    a, b, k3 = draw(np.int32(9))
+    assert not np.isclose(a, b).any() and k3.dtype == np.int32
+    keys = rlx.random.split(9, 3)
+    np.testing.assert_array_equal(a, rlx.random.uniform(int(keys[0]), 3))
+    assert len({int(k) for k in rlx.random.split(0, 64)}) == 64
+
+
+def test_uniform_range_bernoulli_and_f64():
+    u = rlx.random.uniform(3, (1000,), "f64", minval=-2.0, maxval=5.0)
+    assert u.dtype == np.float64 and u.min() >= -2 and u.max() < 5
+    assert len(np.unique(u)) == 1000
+    hits = rlx.random.bernoulli(4, 0.3, (100000,))
+    assert hits.dtype == np.bool_ and abs(hits.mean() - 0.3) < 0.01
+
+
+def test_dropout_masks_scales_and_its_gradient_follows_the_mask():
+    x = np.random.default_rng(0).standard_normal((256, 64)).astype(np.float32)
+    y = rlx.jit(lambda x, k: rlx.nn.dropout(x, 0.25, k))(x, np.int32(5))
+    dropped = y == 0
+    assert abs(dropped.mean() - 0.25) < 0.01
+    np.testing.assert_allclose(y[~dropped], x[~dropped] / 0.75, rtol=1e-6)
+    g = rlx.grad(lambda x, k: (rlx.nn.dropout(x, 0.25, k) ** 2).sum())(x, np.int32(5))
+    np.testing.assert_allclose(g, np.where(dropped, 0, 2 * y / 0.75), rtol=1e-5)
+    np.testing.assert_array_equal(rlx.jit(lambda x: rlx.nn.dropout(x, 0.5, 1, training=False))(x), x)
+    np.testing.assert_array_equal(rlx.jit(lambda x: rlx.nn.dropout(x, 1.0, 1))(x), 0 * x)
+
+
+def test_dropout_mean_matches_torch_in_expectation():
+    """E[dropout(x)] = x, as torch's (different masks: same law)."""
+    x = np.full((200000,), 3.0, np.float32)
+    ours = rlx.jit(lambda x, k: rlx.nn.dropout(x, 0.4, k))(x, np.int32(8))
+    theirs = torch.nn.functional.dropout(torch.tensor(x), 0.4).numpy()
+    assert abs(ours.mean() - theirs.mean()) < 0.05 and set(np.unique(ours)) == {0.0, 5.0}
+
+
+def test_vmap_over_keys_draws_per_element():
+    xs, keys = np.ones((4, 8), np.float32), np.arange(4, dtype=np.int32)
+    batched = rlx.vmap(lambda x, k: rlx.nn.dropout(x, 0.5, k))(xs, keys)
+    for i in range(4):
+        np.testing.assert_array_equal(batched[i], rlx.nn.dropout(xs[i], 0.5, int(keys[i])))
+    shared = rlx.vmap(lambda x: rlx.nn.dropout(x, 0.5, 7))(xs)
+    assert (shared == shared[0]).all()
+
+
+def test_samples_have_no_gradient():
+    """d/dx of x * noise is the noise; the key (an integer) gets none."""
+    def f(x, k):
+        return (x * rlx.random.normal(k, 3)).sum()
+
+    x = np.ones(3, np.float32)
+    np.testing.assert_allclose(rlx.grad(f)(x, np.int32(2)), rlx.random.normal(2, 3), rtol=1e-6)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: rlx.jit(lambda k: rlx.random.normal(k, 3))(np.float32(1)),
+     "a random key must be an integer scalar"),
+    (lambda: rlx.jit(lambda k: rlx.random.normal(k, 3))(np.int32([1, 2])),
+     "a random key must be an integer scalar (a Python int, np.int32, or a 0-d integer "
+     "tensor, e.g. an element of rlx.random.split); got i32[2]"),
+    (lambda: rlx.random.normal(1, 3, dtype="i32"), "random samples are f32 or f64; got 'i32'"),
+    (lambda: rlx.random.normal(1, 3, dtype=np.int64), "random samples are f32 or f64"),
+    (lambda: rlx.nn.dropout(np.ones(3, np.float32), 1.5, 0), "dropout: rate must be in [0, 1], got 1.5"),
+])
+def test_misuse_is_a_clear_error(call, message):
+    with pytest.raises(RlxError, match=re.escape(message)):
+        call()
