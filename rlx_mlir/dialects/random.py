@@ -1,13 +1,15 @@
 """Random family: counter-based uniform and normal samples from an integer key (SPEC 2.2.11).
 
-The key is a 0-d i32 tensor, an operand rather than an attribute, so one compiled program
-draws new numbers each step when the caller passes a new key (SPEC defect 24: RLX's Sample
-re-seeded with the same constant on every execution)::
+The key is an i32 tensor operand rather than an attribute, so one compiled program draws
+new numbers each step when the caller passes a new key (SPEC defect 24: RLX's Sample
+re-seeded with the same constant on every execution). It is usually 0-d; a key of shape
+``K`` draws a sample of shape ``S`` per key into a result of shape ``K + S`` (how vmap
+batches keys)::
 
     %u = rlx.rng_uniform %key : (tensor<i32>) -> tensor<4x8xf32>
-    %n = rlx.rng_normal %key : (tensor<i32>) -> tensor<16xf64>
+    %n = rlx.rng_normal %keys : (tensor<3xi32>) -> tensor<3x16xf64>
 
-Element ``i`` (row-major) is a pure function of ``(key, i)``: two 32-bit words
+Element ``i`` (row-major within its sample) is a pure function of ``(key, i)``: two 32-bit words
 ``word(key, 2i)`` and ``word(key, 2i + 1)`` of a hash (:func:`mix`, Wellons' lowbias32),
 so native code and the interpreter draw bit-identical words, and any tiling or thread
 split of the loop draws the same numbers. Uniform f32 takes 24 bits (``[0, 1)``), uniform
@@ -22,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType, f32
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import operand_def, result_def
 
 from rlx_mlir.dialects.base import (
@@ -57,7 +60,8 @@ def words(key: int, counters: np.ndarray) -> np.ndarray:
 
 
 class RngOp(RlxOp):
-    """Samples of the result type (f32 or f64, any static shape) from a 0-d i32 key."""
+    """Samples of the result type (f32 or f64, static shape ``K + S``) from i32 keys of
+    shape ``K`` (usually 0-d): one sample of shape ``S`` per key."""
 
     key = operand_def(TensorType)
     result = result_def(TensorType)
@@ -70,10 +74,14 @@ class RngOp(RlxOp):
     def infer(cls, types, attrs, out):
         if out is None:
             raise ShapeError(f"'{cls.name}' needs its result type")
-        if dtype_of(types[0]) != "i32" or shape_of(types[0]):
-            raise ShapeError(f"'{cls.name}' key must be a 0-d i32 tensor, got {types[0]}")
+        if dtype_of(types[0]) != "i32":
+            raise ShapeError(f"'{cls.name}' key must be an i32 tensor, got {types[0]}")
         if dtype_of(out[0]) not in FLOAT_DTYPES:
             raise ShapeError(f"'{cls.name}' result must be f32 or f64, got {out[0]}")
+        keys = shape_of(types[0])
+        if shape_of(out[0])[:len(keys)] != keys:
+            raise ShapeError(f"'{cls.name}' result shape {list(shape_of(out[0]))} must start "
+                             f"with the key shape {list(keys)}")
         return [out[0]]
 
 
@@ -98,11 +106,12 @@ def _normal(w0: np.ndarray, w1: np.ndarray, dtype: np.dtype) -> np.ndarray:
 # ---------------------------------------------------------------- the samplers (native)
 
 
-def _lower_words(s: Any, key: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
-    """The two hash words of this element (i32 scalars), as :func:`words`."""
+def _lower_words(s: Any, key: Any, shape: tuple[int, ...], n_keys: int) -> tuple[Any, Any]:
+    """The two hash words of this element (i32 scalars), as :func:`words`: its flat index
+    within its sample (the dims after the ``n_keys`` key dims)."""
     flat = s.scalar(0, key.type)
     for dim, stride in enumerate(_strides(shape)):
-        if shape[dim] > 1:
+        if dim >= n_keys and shape[dim] > 1:
             flat = s.add(s.mul(s.cast(s.index(dim), "i32"), stride), flat)
     counter = s.mul(flat, 2)
     seed = _lower_mix(s, s.add(key, _signed(GOLDEN)))
@@ -156,26 +165,36 @@ OPS = [RngUniformOp, RngNormalOp]
 
 
 @INTERPRET.register(*OPS)
-def _interpret_rng(op: RngOp, key: np.ndarray) -> np.ndarray:
+def _interpret_rng(op: RngOp, keys: np.ndarray) -> np.ndarray:
     shape, dtype = shape_of(op.result.type), numpy_dtype(op.result.type)
-    counters = 2 * np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
-    w0, w1 = words(int(key), counters), words(int(key), counters + 1)
-    return type(op).SAMPLE(w0, w1, dtype).reshape(shape)
+    sample = shape[keys.ndim:]
+    counters = 2 * np.arange(int(np.prod(sample, dtype=np.int64)), dtype=np.int64)
+    draws = [type(op).SAMPLE(words(int(k), counters), words(int(k), counters + 1), dtype)
+             for k in keys.reshape(-1)]
+    return np.stack(draws).reshape(shape) if draws else np.zeros(shape, dtype)
 
 
 VJP.register(*OPS)(no_gradient)
 JVP.register(*OPS)(lambda ctx, op, t: [None])
-# A batched key draws each element's samples from its own key; an unbatched one is shared.
-VMAP.register(*OPS)(lambda ctx, op, xs, batched: ctx.unroll(op, xs, batched))
+
+
+@VMAP.register(*OPS)
+def _vmap_rng(ctx: Any, op: RngOp, xs: list, batched: list) -> list:
+    """Batched keys ``[B, *K]`` draw ``[B, *K, *S]``: each element from its own key."""
+    return ctx.emit_like(op, xs, out_shapes=[shape_of(op.result.type)])
 
 
 @LOWER.register(*OPS)
 def _lower_rng(op: RngOp, e: Any, key: Any) -> Any:
-    """One parallel generic over the result: the element's index hashed with the key."""
+    """One parallel generic over the result: each element's index in its sample hashed
+    with its key (the key read through a map keeping the leading key dims)."""
     shape, etype = tuple(shape_of(op.result.type)), op.result.type.element_type
+    n_keys = len(shape_of(key.type))
 
-    def body(s: Any, k: Any) -> Any:
-        w0, w1 = _lower_words(s, k, shape)
+    def body(s: Any, k: Any, _out: Any) -> Any:
+        w0, w1 = _lower_words(s, k, shape, n_keys)
         return type(op).LOWER_SAMPLE(s, w0, w1, etype)
 
-    return e.elementwise([key], etype, body, shape)
+    key_map = AffineMap(len(shape), 0, tuple(AffineExpr.dimension(d) for d in range(n_keys)))
+    return e.generic([key], [e.empty(shape, etype)], [key_map, AffineMap.identity(len(shape))],
+                     ["parallel"] * len(shape), body)

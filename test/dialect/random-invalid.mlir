@@ -1,7 +1,7 @@
 // RUN: rlx-opt %s --split-input-file --verify-diagnostics
 
 func.func @float_key(%k: tensor<f32>) -> tensor<3xf32> {
-  // expected-error @+1 {{'rlx.rng_uniform' op key must be a 0-d i32 tensor, got tensor<f32>}}
+  // expected-error @+1 {{'rlx.rng_uniform' op key must be an i32 tensor, got tensor<f32>}}
   %0 = rlx.rng_uniform %k : (tensor<f32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }
@@ -9,7 +9,7 @@ func.func @float_key(%k: tensor<f32>) -> tensor<3xf32> {
 // -----
 
 func.func @key_vector(%k: tensor<2xi32>) -> tensor<3xf32> {
-  // expected-error @+1 {{'rlx.rng_normal' op key must be a 0-d i32 tensor, got tensor<2xi32>}}
+  // expected-error @+1 {{'rlx.rng_normal' op result shape [3] must start with the key shape [2]}}
   %0 = rlx.rng_normal %k : (tensor<2xi32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }

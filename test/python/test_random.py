@@ -106,8 +106,11 @@ def test_dropout_mean_matches_torch_in_expectation():
 
 
 def test_vmap_over_keys_draws_per_element():
+    """One batched op (keys [B] -> samples [B, ...]), not one op per element."""
     xs, keys = np.ones((4, 8), np.float32), np.arange(4, dtype=np.int32)
-    batched = rlx.vmap(lambda x, k: rlx.nn.dropout(x, 0.5, k))(xs, keys)
+    drop = rlx.vmap(lambda x, k: rlx.nn.dropout(x, 0.5, k))
+    assert rlx.jit(drop).lower(xs, keys).as_text().count("rlx.rng_uniform") == 1
+    batched = drop(xs, keys)
     for i in range(4):
         np.testing.assert_array_equal(batched[i], rlx.nn.dropout(xs[i], 0.5, int(keys[i])))
     shared = rlx.vmap(lambda x: rlx.nn.dropout(x, 0.5, 7))(xs)
@@ -136,3 +139,15 @@ def test_samples_have_no_gradient():
 def test_misuse_is_a_clear_error(call, message):
     with pytest.raises(RlxError, match=re.escape(message)):
         call()
+
+
+def test_a_key_per_row_in_the_ir():
+    """``rlx.rng_normal`` of keys [3] into [3, 5]: row r is the sample of key r."""
+    b = rlx.Builder("rows")
+    b.ret(b.emit("rng_normal", b.input("keys", (3,), "i32"), out=[tensor((3, 5), "f32")]))
+    keys = np.int32([4, -7, 2**31 - 1])
+    native = jit_compile(b.module)(keys)[0]
+    (interpreted,) = rlx.interpret(b.module, keys)
+    for r, k in enumerate(keys):
+        np.testing.assert_allclose(native[r], rlx.random.normal(int(k), 5), rtol=1e-5)
+    np.testing.assert_allclose(native, interpreted, rtol=1e-5, atol=1e-6)
