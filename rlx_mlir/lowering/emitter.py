@@ -369,7 +369,10 @@ class Emitter:
         return fastmath.exp_f32(self, x) if fastmath.is_f32(x) else self.emit(math.ExpOp(x))
 
     def log(self, x: Value) -> Value:
-        """Natural log; complex: the principal branch ``ln|z| + i atan2(im, re)``."""
+        """Natural log: f32 a vectorizable polynomial (:mod:`rlx_mlir.lowering.fastmath`);
+        complex the principal branch ``ln|z| + i atan2(im, re)``."""
+        if fastmath.is_f32(x):
+            return fastmath.log_f32(self, x)
         return self.emit((complex.LogOp if is_complex(x.type) else math.LogOp)(x))
 
     def sqrt(self, x: Value) -> Value:
