@@ -283,8 +283,8 @@ class Tensor:
         return _matmul(y, x)
 
     def __abs__(self):
-        if self.dtype in COMPLEX_DTYPES:  # the modulus, as numpy
-            return self.builder.sqrt(self.builder.complex_norm_sq(self))
+        if self.dtype in COMPLEX_DTYPES:
+            return _modulus(self)
         return self.builder.abs(self)
 
     def _compare(self, other: Any, predicate: str) -> Tensor:
@@ -1037,6 +1037,8 @@ def _complex_cast(x: Tensor, dtype: str) -> Tensor:
     """To ``c64`` from a real or integer tensor (imaginary part 0); from ``c64`` to a
     real dtype is an error (numpy drops the imaginary part with only a warning)."""
     if x.dtype in COMPLEX_DTYPES:
+        if dtype == "i1":  # numpy: nonzero
+            return x != 0
         if dtype in COMPLEX_DTYPES:  # c64 <-> c128: each part
             return x.builder.complex(x.real.astype(REAL_OF[dtype]), x.imag.astype(REAL_OF[dtype]))
         raise RlxError(f"cannot cast a complex tensor to {dtype}: take .real, .imag or "
@@ -1044,6 +1046,18 @@ def _complex_cast(x: Tensor, dtype: str) -> Tensor:
                        loc=loc_from_attr(_user_location()))
     part = REAL_OF[dtype]
     return x.builder.complex(x.astype(part), x.builder.full((), 0.0, part))
+
+
+def _modulus(z: Tensor) -> Tensor:
+    """``|z|`` as numpy's ``abs``: ``a sqrt((re/a)^2 + (im/a)^2)`` with ``a`` the larger
+    part's magnitude (no overflow of ``re^2`` near the float maximum, no underflow near
+    the minimum). The expression is ``|z|`` for any ``a > 0``, so ``a`` needs no gradient."""
+    b = z.builder
+    re, im = abs(z.real), abs(z.imag)
+    big = b.stop_gradient(b.max(re, im))
+    scale = _where(big == 0, b.full((), 1.0, big.dtype), big)
+    modulus = scale * b.sqrt(b.complex_norm_sq(z / scale.astype(z.dtype)))
+    return _where(big == np.inf, big, modulus)  # an infinite part: inf, even with a NaN
 
 
 def _complex_result(*dtypes: str) -> str:

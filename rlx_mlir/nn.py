@@ -92,6 +92,9 @@ def complex(re: Tensor, im: Tensor | float = 0.0) -> Tensor:  # noqa: A001 (lax.
     array([1.+3.j, 2.+4.j], dtype=complex64)
     """
     re, im = _pair(re, im)
+    if re.dtype in ("c64", "c128"):
+        raise RlxError("complex(re, im) takes real parts; got a complex tensor (for z + i w "
+                       "write z + 1j * w)", loc=loc_from_attr(_user_location()))
     part = "f64" if re.dtype == "f64" else "f32"
     return _b(re, im).complex(re.astype(part), im.astype(part))
 
@@ -311,9 +314,12 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
     and the dtype mismatch is an error, not a silent truncation)."""
     xs = list(xs)
     b = _b(*xs)
-    floats = {x.dtype for x in xs if isinstance(x, Tensor)} & {"f32", "f64"}
-    if floats == {"f32", "f64"}:  # f32 with f64 is f64, as the operators (and JAX x64)
-        xs = [x.astype("f64") if isinstance(x, Tensor) and x.dtype == "f32" else x for x in xs]
+    dtypes = {x.dtype for x in xs if isinstance(x, Tensor)}
+    inexact = dtypes & {"f32", "f64", "c64", "c128"}
+    if len(inexact) > 1:  # f32 with f64 is f64, real with complex complex: as the operators
+        common = _common_inexact(inexact)
+        xs = [x.astype(common) if isinstance(x, Tensor) and x.dtype in inexact else x
+              for x in xs]
     like = next(x for x in xs if isinstance(x, Tensor))
 
     def lifted(x):
@@ -323,6 +329,14 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
         return x if floats_into_ints else like._lift(x)
 
     return b.concat(*(lifted(x) for x in xs), axis=axis)
+
+
+def _common_inexact(dtypes: set[str]) -> str:
+    """numpy's result of several float / complex dtypes (f32 + c64 is c64, f64 + c64 c128)."""
+    wide = bool(dtypes & {"f64", "c128"})
+    if dtypes & {"c64", "c128"}:
+        return "c128" if wide else "c64"
+    return "f64" if wide else "f32"
 
 
 def stack(xs: Sequence[Tensor], axis: int = 0) -> Tensor:

@@ -164,8 +164,10 @@ def from_attr(attr: Attribute) -> Any:
         return tuple(int(v) for v in attr.get_values())
     if isinstance(attr, DenseIntOrFPElementsAttr):
         ttype = attr.get_type()
-        values = list(attr.get_values())
-        return np.array(values, dtype=numpy_dtype(ttype)).reshape(shape_of(ttype))
+        values = np.array(list(attr.get_values()))
+        if numpy_dtype(ttype).kind == "c":  # stored as (re, im) pairs
+            values = values.reshape(-1, 2) @ np.array([1, 1j])
+        return values.astype(numpy_dtype(ttype)).reshape(shape_of(ttype))
     return attr
 
 

@@ -486,6 +486,12 @@ def _with_integer_zeros(g: func.FuncOp, args: Sequence[SSAValue],
     return g
 
 
+def _differentiable(x: Tensor) -> bool:
+    from rlx_mlir.transforms.autodiff import is_differentiable_type
+
+    return is_differentiable_type(x.type)
+
+
 @VJP.register(ScanOp)
 def _vjp_scan(ctx: VjpContext, op: ScanOp, g: Tensor) -> list[Tensor | None]:
     """d init and d input_i through ``rlx.scan_backward`` / ``rlx.scan_backward_xs``."""
@@ -500,7 +506,7 @@ def _vjp_scan(ctx: VjpContext, op: ScanOp, g: Tensor) -> list[Tensor | None]:
     operands = [init, traj, g, *xs]
     grads = [ctx.b._emit_with_regions("scan_backward", operands, regions(), **attrs)]
     grads += [ctx.b._emit_with_regions("scan_backward_xs", operands, regions(), xs_idx=i,
-                                       **attrs) if xs[i].dtype in ("f32", "f64") else None
+                                       **attrs) if _differentiable(xs[i]) else None
               for i in range(num_bcast + num_xs)]
     return grads
 

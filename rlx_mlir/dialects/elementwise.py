@@ -589,7 +589,6 @@ OPS = [
 # ``rule(op, e, *operands) -> value``: ``e`` is a rlx_mlir.lowering.Emitter inserting
 # before ``op`` (docs/lowering.md). Bodies are ``body(s, *scalars) -> scalar``.
 
-from rlx_mlir.diagnostics import RlxError  # noqa: E402
 from rlx_mlir.rules import LOWER  # noqa: E402
 
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)  # lowered as a product: a vector division is ~10x slower
@@ -598,12 +597,6 @@ _GELU_C = math.sqrt(2.0 / math.pi)
 
 def _element_type(value: Any) -> Any:
     return value.type.element_type
-
-
-def _reject_complex(op: RlxOp) -> None:
-    if any(dtype_of(v.type) in COMPLEX_DTYPES for v in (*op.operands, *op.results)):
-        raise RlxError(f"'{op.name}' on complex tensors has no lowering yet; "
-                       "run it with the interpreter (rlx-run --interpret)", op=op)
 
 
 def _int_div_body(s: Any, a: Any, b: Any) -> Any:
@@ -703,5 +696,10 @@ def _lower_stop_gradient(op: StopGradientOp, e: Any, x: Any) -> Any:
 
 @LOWER.register(ConstantOp)
 def _lower_constant(op: ConstantOp, e: Any) -> Any:
-    _reject_complex(op)
+    """``arith.constant``; a complex one (written in MLIR text) from its two parts."""
+    if dtype_of(op.result.type) in COMPLEX_DTYPES:
+        value = from_attr(op.attributes["value"])
+        parts = [e.constant(np.array(p)) for p in (value.real, value.imag)]
+        return e.elementwise(parts, _element_type(op.result), lambda s, re, im: s.make_complex(re, im),
+                             value.shape)
     return e.constant(op.attributes["value"])

@@ -278,9 +278,11 @@ class _Packing:
             return cls(tuple(specs), dtypes[0])
         if all(d in _EXACT_IN_F64 for d in dtypes):
             return cls(tuple(specs), "f64")
+        if all(d in (*_EXACT_IN_F64, "c64", "c128") for d in dtypes):
+            return cls(tuple(specs), "c128")  # real leaves as the real parts
         raise _error(f"{caller}: the leaves of {what} have the dtypes {', '.join(dtypes)}; "
                      "rlx carries one tensor, so they are packed into one vector, which is "
-                     "exact for mixed f32, f64, i32 and bool leaves only")
+                     "exact for mixed f32, f64, i32, bool, c64 and c128 leaves only")
 
     @property
     def single(self) -> bool:
@@ -295,7 +297,7 @@ class _Packing:
     def pack(self, b: Builder, leaves: Sequence[Tensor]) -> Tensor:
         if self.single:
             return leaves[0]
-        flat = [_reshaped(b, x if x.dtype == self.dtype else b.cast(x, self.dtype), (s.size,))
+        flat = [_reshaped(b, _converted(b, x, self.dtype), (s.size,))
                 for x, s in zip(leaves, self.specs, strict=True)]
         return flat[0] if len(flat) == 1 else b.concat(*flat, axis=0)
 
@@ -312,8 +314,18 @@ class _Packing:
     def _leaf(self, b: Builder, packed: Tensor, rows: tuple[int, ...], start: int,
               spec: Spec) -> Tensor:
         part = b.narrow(packed, axis=len(rows), start=start, length=spec.size)
-        part = _reshaped(b, part, (*rows, *spec.shape))
-        return part if spec.dtype == self.dtype else b.cast(part, spec.dtype)
+        return _converted(b, _reshaped(b, part, (*rows, *spec.shape)), spec.dtype)
+
+
+def _converted(b: Builder, x: Tensor, dtype: str) -> Tensor:
+    """``x`` as ``dtype``: ``rlx.cast`` between reals; a real into complex as its real part
+    and back (values the packing holds exactly)."""
+    if x.dtype == dtype:
+        return x
+    if dtype in ("c64", "c128") or x.dtype in ("c64", "c128"):
+        real = x.real if dtype not in ("c64", "c128") else x
+        return real.astype(dtype)
+    return b.cast(x, dtype)
 
 
 def _reshaped(b: Builder, x: Tensor, shape: tuple[int, ...]) -> Tensor:

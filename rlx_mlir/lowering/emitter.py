@@ -370,14 +370,46 @@ class Emitter:
 
     def log(self, x: Value) -> Value:
         """Natural log: f32 a vectorizable polynomial (:mod:`rlx_mlir.lowering.fastmath`);
-        complex the principal branch ``ln|z| + i atan2(im, re)``."""
+        complex the principal branch ``ln|z| + i atan2(im, re)``, ``ln|z|`` from the
+        scaled modulus (no overflow for parts near the float maximum)."""
+        if is_complex(x.type):
+            big, ratio = self._scaled_parts(x)
+            log_modulus = self.add(self.log(big), self.mul(self.log(self.add(
+                self.mul(ratio, ratio), 1.0)), 0.5))
+            angle = self.emit(math.Atan2Op(self.imag(x), self.real(x)))
+            return self.make_complex(log_modulus, angle)
         if fastmath.is_f32(x):
             return fastmath.log_f32(self, x)
-        return self.emit((complex.LogOp if is_complex(x.type) else math.LogOp)(x))
+        return self.emit(math.LogOp(x))
 
     def sqrt(self, x: Value) -> Value:
-        """Square root; complex: the principal branch (imaginary part has im's sign)."""
-        return self.emit((complex.SqrtOp if is_complex(x.type) else math.SqrtOp)(x))
+        """Square root; complex: the principal branch (see :meth:`_complex_sqrt`)."""
+        return self._complex_sqrt(x) if is_complex(x.type) else self.emit(math.SqrtOp(x))
+
+    def _scaled_parts(self, z: Value) -> tuple[Value, Value]:
+        """``(a, b / a)`` with ``a = max(|re|, |im|)``, ``b`` the other (``b / a = 0`` at 0):
+        ``|z| = a sqrt(1 + (b / a)^2)`` without overflow or underflow."""
+        re, im = self.abs(self.real(z)), self.abs(self.imag(z))
+        big, small = self.max(re, im), self.min(re, im)
+        return big, self.select(self.cmp("eq", big, 0.0), 0.0, self.div(small, big))
+
+    def _complex_sqrt(self, z: Value) -> Value:
+        """The principal square root as numpy computes it: ``t = sqrt((|re| + |z|) / 2)``,
+        then ``(t, im / 2t)`` for ``re >= 0`` and ``(|im| / 2t, t with im's sign)`` below
+        (exact on the negative axis: ``sqrt(-4 + 0j) = 2j``, ``sqrt(-4 - 0j) = -2j``)."""
+        re, im = self.real(z), self.imag(z)
+        big, ratio = self._scaled_parts(z)  # t = sqrt(big) sqrt((|re| / big + |z| / big) / 2)
+        share = self.select(self.cmp("eq", big, 0.0), 0.0, self.div(self.abs(re), big))
+        norm = self.sqrt(self.add(self.mul(ratio, ratio), 1.0))
+        t = self.mul(self.sqrt(big), self.sqrt(self.mul(self.add(share, norm), 0.5)))
+        t = self.select(self.cmp("eq", big, float("inf")), big, t)
+        half = self.select(self.cmp("eq", t, 0.0), im, self.div(im, self.add(t, t)))
+        positive = self.cmp("ge", re, 0.0)
+        real = self.select(positive, t, self.abs(half))
+        imag = self.select(positive, half, self.copysign(t, im))
+        infinite_im = self.cmp("eq", self.abs(im), float("inf"))
+        return self.make_complex(self.select(infinite_im, self.abs(im), real),
+                                 self.select(infinite_im, im, imag))
 
     # -- integer bits ------------------------------------------------------------
     def index(self, dim: int, dtype: str | Attribute = "i64") -> Value:

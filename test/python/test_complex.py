@@ -299,3 +299,95 @@ def test_matmul_values_gradients_and_tangents():
         _, t = rlx.jvp(lambda *x: loss(*x, rlx.nn), (a, b, c), tangents)
         _, t_jax = jax.jvp(lambda *x: loss(*x, jnp), (a, b, c), tangents)
     np.testing.assert_allclose(t, t_jax, rtol=1e-11)
+
+
+# ---------------------------------------------------------------- review findings
+
+
+def _torch_scan_loss(h0, xs):
+    h, loss, ys = h0, 0, 0
+    for x in xs:
+        h = h * x + 0.1
+        loss = loss + (h.abs() ** 2).sum()
+        ys = ys + h.real.sum()
+    return loss + ys
+
+
+def test_scan_differentiates_complex_carries_xs_and_captures():
+    """Complex xs and captured values got zero gradients (silently); a complex carry was
+    an error; a complex carry next to real leaves could not be packed."""
+    rng = np.random.default_rng(8)
+    h0, xs, w = _complex(rng, (2,)), 0.5 * _complex(rng, (3, 2)), np.float32(2)
+
+    def loss(h0, xs, w):
+        def step(carry, x):
+            h, total = carry
+            h = h * x * w / 2 + 0.1
+            return (h, total + rlx.nn.complex_norm_sq(h).sum()), rlx.nn.real(h)
+        (_, total), ys = rlx.scan(step, (h0, np.float32(0)), xs)
+        return total + ys.sum()
+
+    value, grads = rlx.value_and_grad(loss, argnums=(0, 1, 2))(h0, xs, w)
+    leaves = [torch.tensor(a, requires_grad=True) for a in (h0, xs, w)]
+    expected = _torch_scan_loss(leaves[0], leaves[1] * leaves[2] / 2)
+    expected.backward()
+    np.testing.assert_allclose(value, expected.item(), rtol=1e-5)
+    for got, leaf, factor in zip(grads, leaves, (0.5, 0.5, 1.0), strict=True):
+        np.testing.assert_allclose(got, factor * leaf.grad.numpy(), rtol=1e-4, atol=1e-6)
+    xs_only = rlx.grad(lambda xs: rlx.scan(lambda r, x: (r + rlx.nn.real(x), None),
+                                           np.float32(0), xs)[0])(xs[:, 0])
+    np.testing.assert_allclose(xs_only, np.full(3, 0.5))
+
+
+def test_fori_loop_with_a_complex_state():
+    z = np.array([0.3 + 0.2j], np.complex64)
+    got = rlx.grad(lambda z: rlx.nn.real(
+        rlx.fori_loop(0, 3, lambda i, z: z * z * 0.5 + 0.1j, z)).sum())(z)
+    t = torch.tensor(z, requires_grad=True)
+    w = t
+    for _ in range(3):
+        w = w * w * 0.5 + 0.1j
+    w.real.sum().backward()
+    np.testing.assert_allclose(got, 0.5 * t.grad.numpy(), rtol=1e-5)
+
+
+def test_complex_constants_written_in_mlir_text():
+    text = """func.func @f() -> (tensor<complex<f32>>, tensor<2xcomplex<f64>>) {
+      %c = rlx.constant {value = dense<(1.0,2.0)> : tensor<complex<f32>>} : () -> tensor<complex<f32>>
+      %d = rlx.constant {value = dense<[(1.0,2.0),(3.0,-4.5)]> : tensor<2xcomplex<f64>>} : () -> tensor<2xcomplex<f64>>
+      %e = rlx.mul %d, %d : (tensor<2xcomplex<f64>>, tensor<2xcomplex<f64>>) -> tensor<2xcomplex<f64>>
+      func.return %c, %e : tensor<complex<f32>>, tensor<2xcomplex<f64>>
+    }"""
+    module = rlx.parse(text)
+    d = np.array([1 + 2j, 3 - 4.5j])
+    for c, e in (jit_compile(module)(), rlx.interpret(module)):
+        assert c == 1 + 2j and c.dtype == np.complex64
+        np.testing.assert_array_equal(e, d * d)
+
+
+def test_modulus_sqrt_and_log_near_the_float_limits():
+    """``abs`` scales by the larger part (``sqrt(re^2 + im^2)`` overflowed to inf and
+    underflowed to 0); ``sqrt`` and ``log`` as numpy on the negative axis, at signed
+    zeros and for parts near the float maximum."""
+    z = np.array([1e20 + 1e20j, 1e25, 1e-25j, 1e-30, 3 + 4j, 0, np.inf + 1j], np.complex64)
+    np.testing.assert_allclose(rlx.jit(lambda z: abs(z))(z), np.abs(z), rtol=1e-6)
+    grad = rlx.grad(lambda z: abs(z).sum())(z[:5])
+    np.testing.assert_allclose(grad, z[:5] / (2 * np.abs(z[:5])), rtol=1e-6)
+    special = np.array([-4, complex(-4, -0.0), -1000 + 3j, 0, complex(0, -0.0), 3e38 + 3e38j,
+                        1e-40j, np.inf + 1j, -np.inf + 1j, 2 + 3j, -2 - 3j], np.complex64)
+    for fn, ref in ((rlx.nn.sqrt, np.sqrt), (rlx.nn.log, np.log)):
+        with np.errstate(all="ignore"):
+            got, want = rlx.jit(fn)(special), ref(special)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(want.imag))
+
+
+def test_concat_promotes_and_bool_cast_and_complex_of_complex():
+    z, x = np.complex64([1 + 1j]), np.float32([2])
+    joined = rlx.jit(lambda z, x: rlx.nn.concat([z, x, x.astype(np.float64)]))(z, x)
+    assert joined.dtype == np.complex128
+    np.testing.assert_array_equal(joined, [1 + 1j, 2, 2])
+    np.testing.assert_array_equal(rlx.jit(lambda z: z.astype(bool))(np.complex64([0, 1j])),
+                                  [False, True])
+    with pytest.raises(RlxError, match=re.escape("complex(re, im) takes real parts")):
+        rlx.jit(lambda z: rlx.nn.complex(z, z))(z)
