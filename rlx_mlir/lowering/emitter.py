@@ -319,7 +319,8 @@ class Emitter:
         if is_complex(a.type):
             if complex_op is None:
                 raise TypeError(f"no complex form of {float_op.name}")
-            return self.emit(complex_op(a, b))
+            built = complex_op(a, b)
+            return built if isinstance(built, SSAValue) else self.emit(built)
         return self.emit((float_op if is_float(a.type) else int_op)(a, b))
 
     def add(self, a: Scalar, b: Scalar) -> Value:
@@ -329,7 +330,38 @@ class Emitter:
         return self._binary(a, b, arith.SubfOp, arith.SubiOp, complex.SubOp)
 
     def mul(self, a: Scalar, b: Scalar) -> Value:
-        return self._binary(a, b, arith.MulfOp, arith.MuliOp, complex.MulOp)
+        return self._binary(a, b, arith.MulfOp, arith.MuliOp, self._complex_mul)
+
+    def _complex_mul(self, a: Value, b: Value) -> Value:
+        """numpy's product ``(ac - bd) + (ad + bc)i`` (``complex.mul`` lowers to C99 Annex
+        G's inf/NaN recovery: 14x slower)."""
+        (ar, ai), (br, bi) = self._parts(a), self._parts(b)
+        return self.make_complex(self.sub(self.mul(ar, br), self.mul(ai, bi)),
+                                 self.add(self.mul(ar, bi), self.mul(ai, br)))
+
+    def _complex_div(self, a: Value, b: Value) -> Value:
+        """numpy's quotient: Smith's algorithm on the larger part of ``b``; a zero ``b``
+        divides the parts by 0 (inf or NaN, as numpy)."""
+        (ar, ai), (br, bi) = self._parts(a), self._parts(b)
+        real_larger = self.cmp("ge", self.abs(br), self.abs(bi))
+        # real part larger: t = bi / br; else t = br / bi (both built; select picks)
+        t1 = self.div(bi, br)
+        s1 = self.div(1.0, self.add(br, self.mul(bi, t1)))
+        q1 = (self.mul(self.add(ar, self.mul(ai, t1)), s1),
+              self.mul(self.sub(ai, self.mul(ar, t1)), s1))
+        t2 = self.div(br, bi)
+        s2 = self.div(1.0, self.add(bi, self.mul(br, t2)))
+        q2 = (self.mul(self.add(self.mul(ar, t2), ai), s2),
+              self.mul(self.sub(self.mul(ai, t2), ar), s2))
+        zero = self.cmp("eq", self.abs(br), 0.0)
+        zero = self.emit(arith.AndIOp(zero, self.cmp("eq", self.abs(bi), 0.0)))
+        q0 = (self.div(ar, self.abs(br)), self.div(ai, self.abs(br)))
+        pick = [self.select(real_larger, self.select(zero, z, x), y)
+                for z, x, y in zip(q0, q1, q2, strict=True)]
+        return self.make_complex(*pick)
+
+    def _parts(self, z: Value) -> tuple[Value, Value]:
+        return self.real(z), self.imag(z)
 
     def div(self, a: Scalar, b: Scalar) -> Value:
         """Float division, or signed integer division truncating toward zero. A float
@@ -337,7 +369,7 @@ class Emitter:
         reciprocal instead: the same exactly rounded result, ~10x cheaper in vector code."""
         if isinstance(a, SSAValue) and is_float(a.type) and _is_power_of_two(b):
             return self.mul(a, 1.0 / b)  # type: ignore[operator]
-        return self._binary(a, b, arith.DivfOp, arith.DivSIOp, complex.DivOp)
+        return self._binary(a, b, arith.DivfOp, arith.DivSIOp, self._complex_div)
 
     def min(self, a: Scalar, b: Scalar) -> Value:
         """NaN-propagating minimum (``np.minimum``)."""

@@ -164,17 +164,25 @@ def _has_custom_maps(op) -> bool:
 
 
 def _body_is_vectorizable(op) -> bool:
-    """No tensor.extract (gathers), no ops the vectorizer does not know in the body, and
-    no complex elements (there is no vector of ``complex<f32>``: those stay scalar loops)."""
+    """No tensor.extract (gathers) and no ops the vectorizer does not know in the body."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.name.split(".")[0] in ("tensor", "scf", "func"):
+                    return False
+    return True
+
+
+def _has_complex_elements(op) -> bool:
+    """Complex block arguments or ops: no vector of ``complex<f32>`` exists, so such an
+    op is only split over the threads (:func:`_schedule_windowed`), its loops scalar."""
     for region in op.regions:
         for block in region.blocks:
             if any(_is_complex(a.type) for a in block.arguments):
-                return False
-            for inner in block.operations:
-                n = inner.name
-                if n.split(".")[0] in ("tensor", "scf", "func", "complex"):
-                    return False
-    return True
+                return True
+            if any(inner.name.startswith("complex.") for inner in block.operations):
+                return True
+    return False
 
 
 def _is_complex(t) -> bool:
@@ -878,8 +886,8 @@ def plan(module) -> tuple[str, dict[str, int]]:
         if len(op.results) > 1 and "reduction" in info.iterators:
             continue  # multi-result reductions: the vectorizer rejects them
         i = len(fragments)
-        rule = _schedule_windowed if info.windowed else SCHEDULES.get(info.name,
-                                                                      _schedule_generic)
+        scalar = info.windowed or _has_complex_elements(op)
+        rule = _schedule_windowed if scalar else SCHEDULES.get(info.name, _schedule_generic)
         frag = rule(i, op, info, threads)
         if frag is None or frag.kind in skipped:
             continue
