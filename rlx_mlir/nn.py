@@ -478,6 +478,9 @@ def dropout(x: Tensor, rate: float, key: Tensor | int, training: bool = True) ->
     """
     from rlx_mlir import random
 
+    if isinstance(rate, Tensor) or isinstance(training, Tensor):
+        raise RlxError("dropout: rate and training must be Python values (they choose the "
+                       "program), not traced ones", loc=loc_from_attr(_user_location()))
     if not 0.0 <= rate <= 1.0:
         raise RlxError(f"dropout: rate must be in [0, 1], got {rate}",
                        loc=loc_from_attr(_user_location()))

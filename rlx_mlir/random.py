@@ -12,11 +12,13 @@ step, e.g. the step number) and the one compiled program draws fresh numbers::
 
     step(params, x, np.int32(i))
 
-Called outside a trace (no traced key), each function runs at once and returns numpy.
+With a concrete key (a Python or numpy integer), each function draws at once and returns
+numpy, inside a trace too (where the numbers enter as a constant).
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,65 +26,123 @@ import numpy as np
 
 from rlx_mlir.builder import Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
-from rlx_mlir.dialects.base import FLOAT_DTYPES, tensor
-from rlx_mlir.nn import _eager
+from rlx_mlir.dialects.base import FLOAT_DTYPES, NUMPY_DTYPES, tensor
 
 _KEY_BITS = 2.0**31
+_SPLIT_STREAM = 0x5BD1E995
+"""Added to a key before :func:`split` draws from it: the children come from another
+stream than the parent's own samples."""
 
 
-def _key(key: Any) -> Tensor:
-    """A key as the 0-d i32 the ops take (i64 keys keep their low 32 bits); a Python or
-    numpy integer inside a trace becomes a constant of the innermost trace."""
-    from rlx_mlir.frontend.tracing import _active
+def _concrete_key(key: Any) -> np.ndarray | None:
+    """A Python or numpy integer key as a 0-d i32 array (None for a traced one); a key
+    outside int32 is an error, traced or not (it would wrap to another key)."""
+    if isinstance(key, Tensor):
+        return None
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        _check_int32(int(key))
+        return np.asarray(int(key), np.int32)
+    array = key if isinstance(key, np.ndarray) else None
+    if array is None or array.shape != () or array.dtype.kind not in "iu" or \
+            isinstance(key, (bool, np.bool_)):
+        raise _key_error(type(key).__name__ if array is None or array.shape == ()
+                         else f"an array of shape {array.shape}")
+    _check_int32(int(array))
+    return np.asarray(int(array), np.int32)
 
-    if isinstance(key, (int, np.integer)) and not isinstance(key, bool) and _active():
-        key = _active()[-1].constant(np.int64(key).astype(np.int32))
-    if not isinstance(key, Tensor) or key.shape != () or key.dtype not in ("i32", "i64"):
-        what = f"{key.dtype}{list(key.shape)}" if isinstance(key, Tensor) else type(key).__name__
-        raise RlxError(f"a random key must be an integer scalar (a Python int, np.int32, or a "
-                       f"0-d integer tensor, e.g. an element of rlx.random.split); got {what}",
+
+def _check_int32(key: int) -> None:
+    info = np.iinfo(np.int32)
+    if not info.min <= key <= info.max:
+        raise RlxError(f"the random key {key} does not fit int32 (keys are i32 scalars)",
                        loc=loc_from_attr(_user_location()))
+
+
+def _key_error(what: str) -> RlxError:
+    return RlxError(f"a random key must be an integer scalar (a Python int, np.int32, or a "
+                    f"0-d integer tensor, e.g. an element of rlx.random.split); got {what}",
+                    loc=loc_from_attr(_user_location()))
+
+
+def _key(key: Tensor) -> Tensor:
+    """A traced key as the 0-d i32 the ops take (i64 keys keep their low 32 bits)."""
+    if key.shape != () or key.dtype not in ("i32", "i64"):
+        raise _key_error(f"{key.dtype}{list(key.shape)}")
     return key.astype("i32")
 
 
-def _sample(op: str, key: Any, shape: Sequence[int] | int, dtype: str) -> Tensor:
+def _dims(shape: Any) -> tuple[int, ...]:
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(operator.index(d) for d in dims)
+    except TypeError:
+        dims = None
+    if dims is None or any(d < 0 for d in dims):
+        raise RlxError(f"a random shape is a tuple of non-negative ints; got {shape!r}",
+                       loc=loc_from_attr(_user_location()))
+    return dims
+
+
+def _sample(op: str, key: Any, shape: Any, dtype: Any) -> Tensor | np.ndarray:
+    """``rlx.<op>`` samples; a concrete key (even inside a trace) draws them at once, as
+    numpy, which any trace takes as a constant."""
     from rlx_mlir.builder import _dtype_name
 
     name = _dtype_name(dtype)
     if name not in FLOAT_DTYPES:
         raise RlxError(f"random samples are f32 or f64; got {dtype!r}",
                        loc=loc_from_attr(_user_location()))
+    dims = _dims(shape)
+    concrete = _concrete_key(key)
+    if concrete is not None:
+        from rlx_mlir.dialects import random as ops
+
+        kind = {"rng_uniform": ops.RngUniformOp, "rng_normal": ops.RngNormalOp}[op]
+        return ops.draw(kind, concrete, dims, NUMPY_DTYPES[name])
     k = _key(key)
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    return k.builder.emit(op, k, out=[tensor(tuple(int(d) for d in dims), name)])  # type: ignore[return-value]
+    return k.builder.emit(op, k, out=[tensor(dims, name)])  # type: ignore[return-value]
 
 
-@_eager
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
 def uniform(key: Any, shape: Sequence[int] | int = (), dtype: Any = "f32",
-            minval: float = 0.0, maxval: float = 1.0) -> Tensor:
-    """Uniform samples in ``[minval, maxval)`` (``jax.random.uniform``).
+            minval: Any = 0.0, maxval: Any = 1.0) -> Tensor:
+    """Uniform samples in ``[minval, maxval)`` (``jax.random.uniform``); the bounds may
+    be tensors (broadcast with ``shape``) and get gradients.
 
     >>> rlx.random.uniform(0, (2, 3))                       # doctest: +SKIP
     """
     u = _sample("rng_uniform", key, shape, dtype)
-    return u if (minval, maxval) == (0.0, 1.0) else u * (maxval - minval) + minval
+    if _is_number(minval) and _is_number(maxval) and (minval, maxval) == (0, 1):
+        return u
+    from rlx_mlir import nn
+
+    scaled = u * (maxval - minval) + minval
+    # rounding can reach maxval itself (u = 1 - 2^-24 with [1, 2)): that draw is minval
+    return nn.where(scaled < maxval, scaled, minval)
 
 
-@_eager
 def normal(key: Any, shape: Sequence[int] | int = (), dtype: Any = "f32") -> Tensor:
     """Standard normal samples (``jax.random.normal``)."""
     return _sample("rng_normal", key, shape, dtype)
 
 
-@_eager
 def bernoulli(key: Any, p: float = 0.5, shape: Sequence[int] | int = ()) -> Tensor:
     """Booleans, true with probability ``p`` (``jax.random.bernoulli``)."""
     return _sample("rng_uniform", key, shape, "f32") < p
 
 
-@_eager
 def split(key: Any, num: int = 2) -> tuple[Tensor, ...]:
     """A tuple of ``num`` new keys (0-d i32) derived from ``key``, as
-    ``jax.random.split`` (``k1, k2 = rlx.random.split(key)``)."""
-    bits = (_sample("rng_uniform", key, (num,), "f64") * _KEY_BITS).astype("i32")
-    return tuple(bits[i] for i in range(num))
+    ``jax.random.split`` (``k1, k2 = rlx.random.split(key)``); drawn from another stream
+    than ``key``'s own samples."""
+    concrete = _concrete_key(key)
+    if concrete is None:
+        shifted = _key(key) + np.int32(_SPLIT_STREAM)
+    else:  # the same wrapping i32 sum
+        shifted = np.int32((int(concrete) + _SPLIT_STREAM + 2**31) % 2**32 - 2**31)
+    bits = _sample("rng_uniform", shifted, _dims(num), "f64")
+    keys = (bits * _KEY_BITS).astype(np.int32)
+    return tuple(keys[i] for i in range(int(num)))

@@ -184,14 +184,20 @@ RngNormalOp = define_op(
 OPS = [RngUniformOp, RngNormalOp]
 
 
-@INTERPRET.register(*OPS)
-def _interpret_rng(op: RngOp, keys: np.ndarray) -> np.ndarray:
-    shape, dtype = shape_of(op.result.type), numpy_dtype(op.result.type)
+def draw(op: type[RngOp], keys: np.ndarray, shape: tuple[int, ...],
+         dtype: np.dtype) -> np.ndarray:
+    """The samples of ``op`` (``RngUniformOp`` or ``RngNormalOp``) as numpy: one of shape
+    ``shape[keys.ndim:]`` per key (the interpreter's rule, also used for concrete keys)."""
     sample = shape[keys.ndim:]
     counters = 2 * np.arange(int(np.prod(sample, dtype=np.int64)), dtype=np.int64)
-    draws = [type(op).SAMPLE(words(int(k), counters), words(int(k), counters + 1), dtype)
+    draws = [op.SAMPLE(words(int(k), counters), words(int(k), counters + 1), dtype)
              for k in keys.reshape(-1)]
     return np.stack(draws).reshape(shape) if draws else np.zeros(shape, dtype)
+
+
+@INTERPRET.register(*OPS)
+def _interpret_rng(op: RngOp, keys: np.ndarray) -> np.ndarray:
+    return draw(type(op), keys, tuple(shape_of(op.result.type)), numpy_dtype(op.result.type))
 
 
 VJP.register(*OPS)(no_gradient)

@@ -385,8 +385,15 @@ class Engine:
             packed_call = functools.partial(call, packed)
             packed_call.keep_alive = pointers  # type: ignore[attr-defined]
             return packed_call
+        if len(descriptors) > CTYPES_MAX_ARGUMENTS:
+            raise RlxError(f"@{name} takes {len(descriptors)} arrays (arguments and results "
+                           f"together); a native call passes at most {CTYPES_MAX_ARGUMENTS} "
+                           "(ctypes' limit): stack them into fewer arrays (rlx.nn.stack)")
         call = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(descriptors))(address)
         return functools.partial(call, *pointers)
+
+
+CTYPES_MAX_ARGUMENTS = 1024
 
 
 def _object_dump(engine: Any) -> bytes:

@@ -151,3 +151,61 @@ def test_a_key_per_row_in_the_ir():
     for r, k in enumerate(keys):
         np.testing.assert_allclose(native[r], rlx.random.normal(int(k), 5), rtol=1e-5)
     np.testing.assert_allclose(native, interpreted, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- review findings
+
+
+def test_uniform_never_returns_maxval():
+    """u = 1 - 2^-24 scaled into [1, 2) rounds to 2.0 (element 3215751 of key 1)."""
+    assert rlx.random.uniform(1, (3215752,), minval=1.0, maxval=2.0).max() < 2.0
+    native = rlx.jit(lambda k: rlx.random.uniform(k, (3215752,), minval=1.0, maxval=2.0))
+    assert native(np.int32(1)).max() < 2.0
+
+
+def test_traced_bounds_get_gradients():
+    lo = np.float32(5)
+    draw = rlx.jit(lambda k, lo: rlx.random.uniform(k, (3,), minval=lo, maxval=lo + 1))
+    np.testing.assert_allclose(draw(np.int32(0), lo), 5 + rlx.random.uniform(0, (3,)), rtol=1e-6)
+    assert rlx.grad(lambda lo: rlx.random.uniform(0, (3,), minval=lo, maxval=lo + 2).sum())(lo) == 3
+
+
+def test_concrete_keys_work_eagerly_in_dropout_and_inside_custom_vjp():
+    x = np.ones((4, 8), np.float32)
+    _, k2 = rlx.random.split(0)
+    np.testing.assert_array_equal(rlx.nn.dropout(x, 0.5, k2),
+                                  rlx.jit(lambda x, k: rlx.nn.dropout(x, 0.5, k))(x, k2))
+    np.testing.assert_array_equal(rlx.nn.dropout(x, 0.5, np.int32(3)),
+                                  rlx.nn.dropout(x, 0.5, 3))
+
+    @rlx.custom_vjp
+    def noisy(x):
+        return x + rlx.random.normal(0, x.shape)
+
+    noisy.defvjp(lambda x: (noisy(x), x), lambda r, g: (g * 2,))
+    np.testing.assert_allclose(rlx.jit(noisy)(np.ones(3, np.float32)),
+                               rlx.random.normal(0, 3) + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: rlx.jit(lambda x: x + rlx.random.uniform(2**40, (3,)))(np.ones(3, np.float32)),
+     "the random key 1099511627776 does not fit int32"),
+    (lambda: rlx.random.uniform(2**64, 3), "the random key 18446744073709551616 does not fit"),
+    (lambda: rlx.random.uniform(True, 3), "a random key must be an integer scalar"),
+    (lambda: rlx.random.uniform(0, None), "a random shape is a tuple of non-negative ints; got None"),
+    (lambda: rlx.random.uniform(0, (-1, 3)), "a random shape is a tuple of non-negative ints"),
+    (lambda: rlx.jit(lambda k: rlx.random.split(k, 2000))(np.int32(0)),
+     "takes 2001 arrays (arguments and results together); a native call passes at most 1024"),
+    (lambda: rlx.jit(lambda x, r: rlx.nn.dropout(x, r, 0))(np.ones(2, np.float32), np.float32(0.5)),
+     "dropout: rate and training must be Python values"),
+])
+def test_review_misuse_is_a_clear_error(call, message):
+    with pytest.raises(RlxError, match=re.escape(message)):
+        call()
+
+
+def test_split_children_are_not_the_parents_own_samples():
+    parent = (rlx.random.uniform(7, (4,), "f64") * 2.0**31).astype(np.int32)
+    children = np.array(rlx.random.split(7, 4))
+    assert not np.isin(children, parent).any()
+    assert rlx.random.split(key=3) == rlx.random.split(3)
