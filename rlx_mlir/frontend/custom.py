@@ -79,8 +79,8 @@ class custom_vjp:  # noqa: N801 (JAX's name)
 
 def _gradient(grad: Any, x: Tensor, i: int, name: str) -> Tensor:
     """``grad`` as a tensor of ``x``'s type (None: zeros; a number or array: a constant)."""
-    if grad is None:
-        return x * 0.0
+    if grad is None:  # zeros of x's type (an integer key's too; x * 0.0 made it f32)
+        return x.builder.full(x.shape, 0, x.dtype)
     grad = grad if isinstance(grad, Tensor) else x._lift(np.asarray(grad))
     if grad.shape != x.shape or grad.dtype != x.dtype:
         raise _error(f"custom_vjp {name}: gradient {i} has shape {grad.shape} and dtype "

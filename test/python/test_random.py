@@ -209,3 +209,18 @@ def test_split_children_are_not_the_parents_own_samples():
     children = np.array(rlx.random.split(7, 4))
     assert not np.isin(children, parent).any()
     assert rlx.random.split(key=3) == rlx.random.split(3)
+
+
+def test_a_key_argument_of_a_custom_vjp_function():
+    """bwd's None for an integer argument: zeros of its type (they became f32, a
+    verifier error)."""
+    @rlx.custom_vjp
+    def noisy(x, key):
+        return x + rlx.random.normal(key, x.shape)
+
+    noisy.defvjp(lambda x, key: (noisy(x, key), x), lambda r, g: (g * 2, None))
+    x = np.ones(3, np.float32)
+    np.testing.assert_allclose(rlx.jit(noisy)(x, np.int32(0)), rlx.random.normal(0, 3) + 1,
+                               rtol=1e-6)
+    np.testing.assert_array_equal(rlx.grad(lambda x, k: noisy(x, k).sum())(x, np.int32(0)),
+                                  [2, 2, 2])
