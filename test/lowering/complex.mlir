@@ -9,14 +9,21 @@
 // LLVM: llvm.func @textbook
 
 // (1+2i)(3+4i) = -5+10i; (1+2i)/(3+4i) = 0.44+0.08i; exp(i pi) = -1; log(-1) = i pi;
-// |3+4i|^2 = 25; conj(1+2i) = 1-2i; Re, Im of (3+4i).
+// |3+4i|^2 = 25; conj(1+2i) = 1-2i; Re, Im of (3+4i). Products, quotients (Smith's) and
+// logs (ln of the scaled modulus, atan2) are written from the parts, as numpy computes them.
 // CHECK-LABEL: func.func @textbook
 // CHECK: linalg.generic
 // CHECK: complex.create
-// CHECK: complex.mul
-// CHECK: complex.div
+// CHECK: complex.re
+// CHECK: arith.mulf
+// CHECK: arith.subf
+// CHECK: complex.create
+// CHECK: math.absf
+// CHECK: arith.cmpf oge
+// CHECK: arith.divf
 // CHECK: complex.exp
-// CHECK: complex.log
+// CHECK: arith.bitcast {{.*}} : f32 to i32
+// CHECK: math.atan2
 // CHECK: complex.re
 // CHECK: complex.im
 // CHECK: complex.conj
