@@ -39,16 +39,13 @@ def _concrete_key(key: Any) -> np.ndarray | None:
     outside int32 is an error, traced or not (it would wrap to another key)."""
     if isinstance(key, Tensor):
         return None
-    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-        _check_int32(int(key))
-        return np.asarray(int(key), np.int32)
-    array = key if isinstance(key, np.ndarray) else None
-    if array is None or array.shape != () or array.dtype.kind not in "iu" or \
-            isinstance(key, (bool, np.bool_)):
-        raise _key_error(type(key).__name__ if array is None or array.shape == ()
-                         else f"an array of shape {array.shape}")
-    _check_int32(int(array))
-    return np.asarray(int(array), np.int32)
+    if isinstance(key, np.ndarray) and key.shape == () and key.dtype.kind in "iu":
+        key = key.item()
+    if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)):
+        raise _key_error(f"an array of shape {key.shape}" if isinstance(key, np.ndarray)
+                         else type(key).__name__)
+    _check_int32(int(key))
+    return np.asarray(int(key), np.int32)
 
 
 def _check_int32(key: int) -> None:
