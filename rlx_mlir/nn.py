@@ -290,6 +290,37 @@ def _first_index(x: Tensor, axis: int | None, keepdims: bool, kind: str) -> Tens
     return where(hit, iota, n).min(axis=axis, keepdims=keepdims)
 
 
+def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """``(values, indices)`` of the ``k`` largest entries along the last axis, largest
+    first, as ``jax.lax.top_k``: ties go to the smaller index, NaN counts as the largest;
+    indices are i32 (no gradient), values carry the gradient to the entries they pick.
+    One argmax-and-mask step per ``k`` (for small ``k``).
+
+    >>> values, ids = rlx.nn.top_k(logits, 5)               # doctest: +SKIP
+    """
+    if not isinstance(x, Tensor) or x.ndim == 0 or x.dtype not in ("f32", "f64", "i32", "i64"):
+        what = f"{x.dtype}{list(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
+        raise RlxError(f"top_k takes a real or integer tensor of rank >= 1; got {what}",
+                       loc=loc_from_attr(_user_location()))
+    d = x.shape[-1]
+    if not isinstance(k, (int, np.integer)) or not 1 <= k <= d:
+        raise RlxError(f"top_k: k must be an int in [1, {d}] (the last axis); got {k!r}",
+                       loc=loc_from_attr(_user_location()))
+    lowest = -np.inf if x.dtype in ("f32", "f64") else np.iinfo(_NUMPY_OF[x.dtype]).min
+    iota = np.arange(d, dtype=np.int32)
+    taken, values, indices = None, [], []
+    for _ in range(int(k)):
+        candidates = x if taken is None else where(taken, lowest, x)
+        hit = (candidates == candidates.max(axis=-1, keepdims=True)) | (candidates != candidates)
+        hit = hit if taken is None else hit & ~taken  # a masked entry never wins a tie
+        index = where(hit, iota, d).min(axis=-1, keepdims=True)
+        chosen = index == iota
+        values.append(where(chosen, x, 0).sum(axis=-1))
+        indices.append(index[..., 0])
+        taken = chosen if taken is None else taken | chosen
+    return stack(values, axis=-1), stack(indices, axis=-1)
+
+
 def _axis(axis: int, rank: int, caller: str) -> int:
     if not isinstance(axis, (int, np.integer)) or not -rank <= axis < max(rank, 1):
         raise RlxError(f"{caller}: axis {axis!r} is out of range for rank {rank}",

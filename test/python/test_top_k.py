@@ -1,0 +1,65 @@
+"""rlx.nn.top_k against jax.lax.top_k: values, indices (ties, NaN, -inf, integers),
+gradients, vmap, and misuse."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rlx_mlir as rlx
+from rlx_mlir.diagnostics import RlxError
+
+
+def _awkward_rows() -> np.ndarray:
+    x = np.random.default_rng(0).integers(-3, 4, (5, 12)).astype(np.float32)  # many ties
+    x[0, 3] = np.nan
+    x[1, :] = -np.inf
+    x[1, 5] = 2
+    x[2, 7] = np.inf
+    return x
+
+
+@pytest.mark.parametrize("k", [1, 4, 12])
+def test_matches_jax_with_ties_nan_and_infinities(k):
+    x = _awkward_rows()
+    values, indices = rlx.jit(lambda x: rlx.nn.top_k(x, k))(x)
+    expected_values, expected_indices = jax.lax.top_k(x, k)
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_array_equal(values, expected_values)
+    assert indices.dtype == np.int32 and values.shape == (5, k)
+
+
+def test_integers_3d_and_eager():
+    x = np.random.default_rng(1).integers(-5, 5, (2, 3, 7)).astype(np.int64)
+    values, indices = rlx.jit(lambda x: rlx.nn.top_k(x, 3))(x)
+    expected_values, expected_indices = jax.lax.top_k(x, 3)
+    np.testing.assert_array_equal(values, expected_values)
+    np.testing.assert_array_equal(indices, expected_indices)
+    eager = rlx.nn.top_k(np.float32([3, 1, 2]), 2)
+    np.testing.assert_array_equal(eager[0], [3, 2])
+    np.testing.assert_array_equal(eager[1], [0, 2])
+
+
+def test_gradient_reaches_the_picked_entries_and_vmap():
+    x = np.random.default_rng(2).standard_normal((4, 10)).astype(np.float32)
+    weights = np.float32([1, 2, 3])
+    got = rlx.grad(lambda x: (rlx.nn.top_k(x, 3)[0] * weights).sum())(x)
+    want = jax.grad(lambda x: (jax.lax.top_k(x, 3)[0] * jnp.asarray(weights)).sum())(x)
+    np.testing.assert_allclose(got, want)
+    batched = rlx.vmap(lambda row: rlx.nn.top_k(row, 2)[1])(x)
+    np.testing.assert_array_equal(batched, jax.lax.top_k(x, 2)[1])
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: rlx.nn.top_k(np.float32([1, 2]), 3), "top_k: k must be an int in [1, 2]"),
+    (lambda: rlx.nn.top_k(np.float32([1, 2]), 0), "top_k: k must be an int in [1, 2]"),
+    (lambda: rlx.jit(lambda x: rlx.nn.top_k(x, 1))(np.float32(1)),
+     "top_k takes a real or integer tensor of rank >= 1; got f32[]"),
+])
+def test_misuse(call, message):
+    with pytest.raises(RlxError, match=re.escape(message)):
+        call()
