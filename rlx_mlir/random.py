@@ -143,3 +143,19 @@ def split(key: Any, num: int = 2) -> tuple[Tensor, ...]:
     bits = _sample("rng_uniform", shifted, _dims(num), "f64")
     keys = (bits * _KEY_BITS).astype(np.int32)
     return tuple(keys[i] for i in range(int(num)))
+
+
+def categorical(key: Any, logits: Any, axis: int = -1) -> Tensor | np.ndarray:
+    """Indices drawn with probabilities ``softmax(logits)`` along ``axis`` (i32, the
+    axis removed), as ``jax.random.categorical``: the argmax of ``logits`` plus Gumbel
+    noise ``-log(-log(u))``.
+
+    >>> token = rlx.random.categorical(key, logits / temperature)  # doctest: +SKIP
+    """
+    from rlx_mlir import nn
+
+    wide = str(getattr(logits, "dtype", "")) in ("f64", "float64")
+    u = uniform(key, np.shape(logits) if not isinstance(logits, Tensor) else logits.shape,
+                "f64" if wide else "f32")
+    gumbel = -nn.log(-nn.log(u))
+    return nn.argmax(logits + gumbel, axis=axis)

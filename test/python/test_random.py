@@ -224,3 +224,16 @@ def test_a_key_argument_of_a_custom_vjp_function():
                                rtol=1e-6)
     np.testing.assert_array_equal(rlx.grad(lambda x, k: noisy(x, k).sum())(x, np.int32(0)),
                                   [2, 2, 2])
+
+
+def test_categorical_frequencies_follow_the_softmax():
+    probs = np.float32([0.1, 0.2, 0.3, 0.4])
+    logits = np.broadcast_to(np.log(probs), (200000, 4)).copy()
+    ids = rlx.jit(lambda k, logits: rlx.random.categorical(k, logits))(np.int32(3), logits)
+    assert ids.dtype == np.int32 and ids.shape == (200000,)
+    np.testing.assert_allclose(np.bincount(ids, minlength=4) / len(ids), probs, atol=4e-3)
+    by_column = rlx.jit(lambda k, t: rlx.random.categorical(k, t, axis=0))(
+        np.int32(4), logits.T.copy())
+    np.testing.assert_allclose(np.bincount(by_column, minlength=4) / len(ids), probs, atol=4e-3)
+    assert rlx.random.categorical(1, np.log(probs)) == rlx.jit(
+        lambda k: rlx.random.categorical(k, np.log(probs)))(np.int32(1))
