@@ -1053,10 +1053,10 @@ def _modulus(z: Tensor) -> Tensor:
     part's magnitude (no overflow of ``re^2`` near the float maximum, no underflow near
     the minimum). The expression is ``|z|`` for any ``a > 0``, so ``a`` needs no gradient."""
     b = z.builder
-    re, im = abs(z.real), abs(z.imag)
-    big = b.stop_gradient(b.max(re, im))
+    big = b.stop_gradient(b.max(abs(z.real), abs(z.imag)))
     scale = _where(big == 0, b.full((), 1.0, big.dtype), big)
-    modulus = scale * b.sqrt(b.complex_norm_sq(z / scale.astype(z.dtype)))
+    re, im = z.real / scale, z.imag / scale  # real quotients: a subnormal scale is exact
+    modulus = scale * b.sqrt(re * re + im * im)
     return _where(big == np.inf, big, modulus)  # an infinite part: inf, even with a NaN
 
 

@@ -255,8 +255,14 @@ def parse(text: str, filename: str = "<string>", line_offset: int = 0,
         return ModuleOp([])
     text, added = hoist_location_aliases(text)
     line_offset -= added
+    _refuse_hex_complex_literals(text, filename, line_offset)
     try:
         module = LocatingParser(make_context(), text, filename, line_offset).parse_module()
+    except AssertionError as e:  # xDSL asserts on some malformed dense literals
+        raise RlxError(f"malformed attribute literal: {e}".rstrip(": ") if str(e) else
+                       "malformed attribute literal (a dense literal's nesting or element "
+                       "count does not match its type?)",
+                       loc=SourceLoc(filename, 1 + line_offset, 1)) from None
     except ParseError as e:
         loc = _unknown_op_column(_span_loc(e), e.msg, text)
         message, loc = _clearer(e.msg, loc, text)
@@ -264,6 +270,20 @@ def parse(text: str, filename: str = "<string>", line_offset: int = 0,
                        loc=SourceLoc(loc.file, loc.line + line_offset, loc.col)) from None
     verify(module, all_errors=all_errors)
     return module
+
+
+_HEX_IN_COMPLEX = re.compile(r"\(\s*-?0x[0-9a-fA-F]+\s*,|,\s*-?0x[0-9a-fA-F]+\s*\)")
+
+
+def _refuse_hex_complex_literals(text: str, filename: str, line_offset: int) -> None:
+    """A hex float (bit pattern) inside a complex dense literal: the parser would read it
+    as an integer value, so it is an error rather than a silently different constant."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _HEX_IN_COMPLEX.search(line) if "complex<" in line else None
+        if match:
+            raise RlxError("hex floats in complex constants are not supported (they would be "
+                           "read as integers): write the parts in decimal",
+                           loc=SourceLoc(filename, number + line_offset, match.start() + 1))
 
 
 def verify(module: Operation, all_errors: bool = False) -> None:

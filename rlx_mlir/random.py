@@ -35,8 +35,8 @@ stream than the parent's own samples."""
 
 
 def _concrete_key(key: Any) -> np.ndarray | None:
-    """A Python or numpy integer key as a 0-d i32 array (None for a traced one); a key
-    outside int32 is an error, traced or not (it would wrap to another key)."""
+    """A Python or numpy integer key as a 0-d i32 array (None for a traced one): a 64-bit
+    key is folded as a traced i64 one is (:func:`_fold`); a wider one is an error."""
     if isinstance(key, Tensor):
         return None
     if isinstance(key, np.ndarray) and key.shape == () and key.dtype.kind in "iu":
@@ -44,15 +44,11 @@ def _concrete_key(key: Any) -> np.ndarray | None:
     if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)):
         raise _key_error(f"an array of shape {key.shape}" if isinstance(key, np.ndarray)
                          else type(key).__name__)
-    _check_int32(int(key))
-    return np.asarray(int(key), np.int32)
-
-
-def _check_int32(key: int) -> None:
-    info = np.iinfo(np.int32)
-    if not info.min <= key <= info.max:
-        raise RlxError(f"the random key {key} does not fit int32 (keys are i32 scalars)",
+    if not -(2**63) <= int(key) < 2**64:
+        raise RlxError(f"the random key {int(key)} does not fit 64 bits",
                        loc=loc_from_attr(_user_location()))
+    wrapped = (int(key) + 2**63) % 2**64 - 2**63  # a uint64 key as the i64 of its bits
+    return np.asarray(_fold(wrapped), np.int32)
 
 
 def _key_error(what: str) -> RlxError:
@@ -62,10 +58,23 @@ def _key_error(what: str) -> RlxError:
 
 
 def _key(key: Tensor) -> Tensor:
-    """A traced key as the 0-d i32 the ops take (i64 keys keep their low 32 bits)."""
+    """A traced key as the 0-d i32 the ops take (an i64 one folded by :func:`_fold`)."""
     if key.shape != () or key.dtype not in ("i32", "i64"):
         raise _key_error(f"{key.dtype}{list(key.shape)}")
-    return key.astype("i32")
+    return key if key.dtype == "i32" else _fold(key).astype("i32")
+
+
+_FOLD = 0x9E3779B1
+_2_32 = 2**32
+
+
+def _fold(key: Any) -> Any:
+    """A 64-bit key as one of 32 bits (a Python int, or an i64 tensor: the same wrapping
+    arithmetic): ``lo + hi * 0x9E3779B1`` with ``lo`` its sign-extended low 32 bits, so an
+    int32 key is itself and wider keys do not collide with its low bits."""
+    lo = (key + 2**31) % _2_32 - 2**31
+    hi = (key - lo) // _2_32
+    return (lo + hi * _FOLD + 2**31) % _2_32 - 2**31
 
 
 def _dims(shape: Any) -> tuple[int, ...]:
@@ -100,6 +109,18 @@ def _sample(op: str, key: Any, shape: Any, dtype: Any) -> Tensor | np.ndarray:
     return k.builder.emit(op, k, out=[tensor(dims, name)])  # type: ignore[return-value]
 
 
+def _check_bound(name: str, bound: Any, dims: tuple[int, ...]) -> None:
+    """A bound must broadcast to the sample shape (as in ``jax.random.uniform``)."""
+    bound_shape = bound.shape if isinstance(bound, Tensor) else np.shape(bound)
+    try:
+        fits = np.broadcast_shapes(dims, bound_shape) == dims
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RlxError(f"uniform: {name} of shape {list(bound_shape)} does not broadcast to "
+                       f"the sample shape {list(dims)}", loc=loc_from_attr(_user_location()))
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
@@ -114,6 +135,8 @@ def uniform(key: Any, shape: Sequence[int] | int = (), dtype: Any = "f32",
     u = _sample("rng_uniform", key, shape, dtype)
     if _is_number(minval) and _is_number(maxval) and (minval, maxval) == (0, 1):
         return u
+    for name, bound in (("minval", minval), ("maxval", maxval)):
+        _check_bound(name, bound, _dims(shape))
     from rlx_mlir import nn
 
     scaled = u * (maxval - minval) + minval
@@ -154,8 +177,17 @@ def categorical(key: Any, logits: Any, axis: int = -1) -> Tensor | np.ndarray:
     """
     from rlx_mlir import nn
 
-    wide = str(getattr(logits, "dtype", "")) in ("f64", "float64")
-    u = uniform(key, np.shape(logits) if not isinstance(logits, Tensor) else logits.shape,
-                "f64" if wide else "f32")
-    gumbel = -nn.log(-nn.log(u))
-    return nn.argmax(logits + gumbel, axis=axis)
+    dtype = logits.dtype if isinstance(logits, Tensor) else str(np.asarray(logits).dtype)
+    if dtype.startswith(("c", "complex", "bool", "i1")):
+        raise RlxError(f"categorical takes real logits; got {dtype}",
+                       loc=loc_from_attr(_user_location()))
+    shape = logits.shape if isinstance(logits, Tensor) else np.shape(logits)
+    if not -len(shape) <= axis < max(len(shape), 1) or not shape:
+        raise RlxError(f"categorical: axis {axis} is out of range for logits of shape "
+                       f"{list(shape)}", loc=loc_from_attr(_user_location()))
+    u = uniform(key, shape, "f64" if dtype in ("f64", "float64") else "f32")
+    scores = logits + (-np.log(-np.log(u)) if isinstance(u, np.ndarray)
+                       else -nn.log(-nn.log(u)))
+    if isinstance(scores, Tensor):
+        return nn.argmax(scores, axis=axis)
+    return np.argmax(scores, axis=axis).astype(np.int32)  # all concrete: numpy's first max

@@ -165,8 +165,10 @@ def from_attr(attr: Attribute) -> Any:
     if isinstance(attr, DenseIntOrFPElementsAttr):
         ttype = attr.get_type()
         values = np.array(list(attr.get_values()))
-        if numpy_dtype(ttype).kind == "c":  # stored as (re, im) pairs
-            values = values.reshape(-1, 2) @ np.array([1, 1j])
+        if numpy_dtype(ttype).kind == "c":  # stored as (re, im) pairs; keep signed zeros
+            pairs = values.reshape(-1, 2)
+            values = np.empty(len(pairs), numpy_dtype(ttype))
+            values.real, values.imag = pairs[:, 0], pairs[:, 1]
         return values.astype(numpy_dtype(ttype)).reshape(shape_of(ttype))
     return attr
 

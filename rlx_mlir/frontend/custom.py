@@ -48,8 +48,10 @@ class custom_vjp:  # noqa: N801 (JAX's name)
             return self.fun(*args)  # outside a trace, or fwd calling fun: the primal
         if self.fwd is None or self.bwd is None:
             raise _error(f"custom_vjp {self.__name__}: call defvjp(fwd, bwd) before using it")
-        primals = [a if isinstance(a, Tensor) else tensors[0]._lift(np.asarray(a))
-                   for a in args]
+        from rlx_mlir.frontend.tracing import _as_array
+
+        b = innermost(*tensors)  # numbers and arrays keep their own dtype, as jit arguments
+        primals = [a if isinstance(a, Tensor) else b.constant(_as_array(a)) for a in args]
         return innermost(*primals).custom_fn(
             primals, lambda b, *xs: self._output(self.fun(*xs)), vjp=self._vjp_region)
 

@@ -391,3 +391,26 @@ def test_concat_promotes_and_bool_cast_and_complex_of_complex():
                                   [False, True])
     with pytest.raises(RlxError, match=re.escape("complex(re, im) takes real parts")):
         rlx.jit(lambda z: rlx.nn.complex(z, z))(z)
+
+
+def test_modulus_of_subnormals_and_constant_literals():
+    """Second review: |z| of a subnormal scaled by a complex division (1/subnormal
+    overflowed to NaN); hex parts of complex literals were read as integers; malformed
+    literals were a bare AssertionError; the interpreter dropped a -0.0 part."""
+    z = np.array([1e-45, 1e-40, 1e-40 + 1e-40j], np.complex64)
+    np.testing.assert_allclose(rlx.jit(lambda z: abs(z))(z), np.abs(z), rtol=1e-6)
+    np.testing.assert_allclose(rlx.jit(lambda z: abs(z))(np.complex128([5e-324, 1e-310])),
+                               [5e-324, 1e-310], rtol=1e-12)
+
+    def constant(literal: str) -> str:
+        return ("func.func @f() -> tensor<2xcomplex<f32>> {\n  %c = rlx.constant {value = "
+                f"{literal} : tensor<2xcomplex<f32>>}} : () -> tensor<2xcomplex<f32>>\n"
+                "  func.return %c : tensor<2xcomplex<f32>>\n}")
+
+    with pytest.raises(RlxError, match="hex floats in complex constants are not supported"):
+        rlx.parse(constant("dense<[(0x7F800000, 0x3F800000), (1.0, 2.0)]>"))
+    with pytest.raises(RlxError, match="malformed attribute literal"):
+        rlx.parse(constant("dense<[[1.0, 2.0], [3.0, 4.0]]>"))
+    (value,) = rlx.interpret(rlx.parse(constant("dense<[(3.5, -0.0), (-0.0, 2.0)]>")))
+    np.testing.assert_array_equal(np.signbit([value.real, value.imag]),
+                                  [[False, True], [True, False]])

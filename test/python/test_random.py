@@ -188,9 +188,8 @@ def test_concrete_keys_work_eagerly_in_dropout_and_inside_custom_vjp():
 
 
 @pytest.mark.parametrize("call,message", [
-    (lambda: rlx.jit(lambda x: x + rlx.random.uniform(2**40, (3,)))(np.ones(3, np.float32)),
-     "the random key 1099511627776 does not fit int32"),
-    (lambda: rlx.random.uniform(2**64, 3), "the random key 18446744073709551616 does not fit"),
+    (lambda: rlx.jit(lambda x: x + rlx.random.uniform(2**64, (3,)))(np.ones(3, np.float32)),
+     "the random key 18446744073709551616 does not fit 64 bits"),
     (lambda: rlx.random.uniform(True, 3), "a random key must be an integer scalar"),
     (lambda: rlx.random.uniform(0, None), "a random shape is a tuple of non-negative ints; got None"),
     (lambda: rlx.random.uniform(0, (-1, 3)), "a random shape is a tuple of non-negative ints"),
@@ -237,3 +236,38 @@ def test_categorical_frequencies_follow_the_softmax():
     np.testing.assert_allclose(np.bincount(by_column, minlength=4) / len(ids), probs, atol=4e-3)
     assert rlx.random.categorical(1, np.log(probs)) == rlx.jit(
         lambda k: rlx.random.categorical(k, np.log(probs)))(np.int32(1))
+
+
+def test_second_review_findings():
+    """categorical with a concrete key inside a trace; 64-bit keys fold the same way
+    eagerly and traced (a traced i64 key wrapped to its low bits); bounds that do not
+    broadcast; categorical's own errors; a custom_vjp's integer argument stays an integer
+    under grad."""
+    logits = np.log(np.float32([0.2, 0.8]))
+    eager = rlx.random.categorical(0, logits)
+    assert rlx.jit(lambda t: rlx.random.categorical(0, t))(logits) == eager
+    assert rlx.jit(lambda k, t: rlx.random.categorical(k, t))(np.int32(0), logits) == eager
+    draw = rlx.jit(lambda k: rlx.random.uniform(k, (2,)))
+    for key in (5, -7, 2**33, -(2**40) - 3):
+        np.testing.assert_array_equal(draw(np.int64(key)), rlx.random.uniform(key, 2))
+    np.testing.assert_array_equal(rlx.random.uniform(5, 2), draw(np.int32(5)))
+    assert not np.array_equal(rlx.random.uniform(2**33, 2), rlx.random.uniform(0, 2))
+    for call, message in [
+            (lambda: rlx.random.uniform(0, (3,), minval=np.zeros(4, np.float32)),
+             "uniform: minval of shape [4] does not broadcast to the sample shape [3]"),
+            (lambda: rlx.random.categorical(0, np.complex64([1, 2])),
+             "categorical takes real logits; got complex64"),
+            (lambda: rlx.random.categorical(0, logits, axis=3),
+             "categorical: axis 3 is out of range for logits of shape [2]"),
+            (lambda: rlx.random.uniform(2**70, 2), "the random key 1180591620717411303424 "
+             "does not fit 64 bits")]:
+        with pytest.raises(RlxError, match=re.escape(message)):
+            call()
+
+    @rlx.custom_vjp
+    def noisy(x, key):
+        return x + rlx.random.normal(key, x.shape)
+
+    noisy.defvjp(lambda x, key: (noisy(x, key), x), lambda r, g: (g, None))
+    x = np.ones(3, np.float32)
+    np.testing.assert_array_equal(rlx.grad(lambda x: noisy(x, 3).sum())(x), [1, 1, 1])

@@ -63,3 +63,20 @@ def test_gradient_reaches_the_picked_entries_and_vmap():
 def test_misuse(call, message):
     with pytest.raises(RlxError, match=re.escape(message)):
         call()
+
+
+def test_signed_zeros_numpy_k_and_infinite_ties():
+    """Second review: JAX orders -0.0 below +0.0 and keeps the sign of a picked zero; an
+    eager np.int64 k; k=True is an error; a picked -inf tied with masked entries gets its
+    whole gradient."""
+    x = np.float32([[-0.0, 0.0, -0.0, 1], [0.0, -0.0, 0, -1]])
+    values, indices = rlx.jit(lambda x: rlx.nn.top_k(x, 4))(x)
+    expected_values, expected_indices = jax.lax.top_k(x, 4)
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_array_equal(np.signbit(values), np.signbit(expected_values))
+    np.testing.assert_array_equal(rlx.nn.top_k(np.float32([3, 1, 2]), np.int64(2))[1], [0, 2])
+    with pytest.raises(RlxError, match="top_k: k must be an int"):
+        rlx.nn.top_k(np.float32([3, 1, 2]), True)
+    ties = np.float32([[-np.inf, -np.inf, 1]])
+    np.testing.assert_array_equal(rlx.grad(lambda x: rlx.nn.top_k(x, 3)[0].sum())(ties),
+                                  [[1, 1, 1]])
