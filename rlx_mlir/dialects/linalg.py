@@ -232,7 +232,7 @@ class CumsumOp(RlxOp):
 
     @classmethod
     def infer(cls, types, attrs, out):
-        expect_dtype(cls, types[0], NUMERIC_DTYPES)
+        expect_dtype(cls, types[0], (*NUMERIC_DTYPES, *COMPLEX_DTYPES))
         rank = len(shape_of(types[0]))
         if rank == 0:
             raise ShapeError(f"'{cls.name}' operand must have rank >= 1, got {types[0]}")

@@ -414,3 +414,22 @@ def test_modulus_of_subnormals_and_constant_literals():
     (value,) = rlx.interpret(rlx.parse(constant("dense<[(3.5, -0.0), (-0.0, 2.0)]>")))
     np.testing.assert_array_equal(np.signbit([value.real, value.imag]),
                                   [[False, True], [True, False]])
+
+
+def test_cumsum_of_complex_values_gradients_and_tangents():
+    rng = np.random.default_rng(9)
+    z, w = _complex(rng, (4, 300), "c128"), _complex(rng, (300,), "c128")
+    for axis, exclusive in ((0, False), (1, False), (1, True)):
+        got = rlx.jit(lambda z: rlx.nn.cumsum(z, axis=axis, exclusive=exclusive))(z)
+        expected = np.cumsum(z, axis=axis)
+        if exclusive:
+            expected = np.concatenate([np.zeros_like(expected[:, :1]), expected[:, :-1]], 1)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    grad = rlx.grad(lambda z: rlx.nn.complex_norm_sq(rlx.nn.cumsum(z * w, axis=1)).sum())(z)
+    leaf = torch.tensor(z, requires_grad=True)
+    (torch.cumsum(leaf * torch.tensor(w), 1).abs() ** 2).sum().backward()
+    np.testing.assert_allclose(grad, 0.5 * leaf.grad.numpy(), rtol=1e-11)
+    with jax.enable_x64(True):
+        _, tangent = rlx.jvp(lambda z: rlx.nn.cumsum(z * w, axis=1), (z,), (w * z,))
+        _, expected = jax.jvp(lambda z: jnp.cumsum(z * w, axis=1), (z,), (w * z,))
+    np.testing.assert_allclose(tangent, expected, rtol=1e-11)

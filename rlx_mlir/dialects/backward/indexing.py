@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import IndexType, TensorType, i64
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from rlx_mlir.dialects.base import (
+    COMPLEX_DTYPES,
     RlxOp,
     ShapeError,
     expect_index,
@@ -78,7 +79,7 @@ class CumsumBackwardOp(RlxOp):
     @classmethod
     def infer(cls, types, attrs, out):
         result = _declared(cls.name, out)
-        expect_dtype(cls, types[0], NUMERIC_DTYPES)
+        expect_dtype(cls, types[0], (*NUMERIC_DTYPES, *COMPLEX_DTYPES))
         if result != types[0]:
             raise ShapeError(f"result type {result} must equal dy's type {types[0]}")
         rank = len(shape_of(types[0]))
