@@ -381,10 +381,11 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
 
 def _common_inexact(dtypes: set[str]) -> str:
     """numpy's result of several float / complex dtypes (f32 + c64 is c64, f64 + c64 c128)."""
-    wide = bool(dtypes & {"f64", "c128"})
+    from rlx_mlir.builder import _complex_result
+
     if dtypes & {"c64", "c128"}:
-        return "c128" if wide else "c64"
-    return "f64" if wide else "f32"
+        return _complex_result(*dtypes)
+    return "f64" if "f64" in dtypes else "f32"
 
 
 def stack(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
