@@ -44,6 +44,7 @@ from rlx_mlir.dialects import op_by_name
 from rlx_mlir.dialects.base import (
     COMPLEX_DTYPES,
     FLOAT_DTYPES,
+    HALF_DTYPES,
     INT_DTYPES,
     NUMPY_DTYPES,
     REAL_OF,
@@ -163,8 +164,9 @@ class Tensor:
                 return self, other.astype(self.dtype)
             if _is_inexact(other.dtype) and not _is_inexact(self.dtype):
                 return self.astype(other.dtype), other
-            if {self.dtype, other.dtype} == {"f32", "f64"}:  # the wider float wins
-                return self.astype("f64"), other.astype("f64")
+            if self.dtype != other.dtype and _is_inexact(self.dtype) and _is_inexact(other.dtype):
+                both = _float_result(self.dtype, other.dtype)  # the wider float wins
+                return self.astype(both), other.astype(both)
             wider = _wider_integer(self.dtype, other.dtype)
             if wider is not None:  # i32 + i64 is i64, bool + i32 is i32 (numpy's rule)
                 return self.astype(wider), other.astype(wider)
@@ -595,6 +597,9 @@ class Builder:
         """Append ``rlx.<op_name>`` with inferred result types."""
         op_cls = op_by_name(op_name)
         values = [self._value(o) for o in operands if o is not None]
+        half, widen = _widened(op_cls, values, out)
+        if widen:
+            return self._emit_in_f32(op_name, values, out, half, attrs)
         loc = self.location if self.location is not None else _user_location()
         try:
             _check_operand_count(op_cls, len(values))
@@ -606,6 +611,22 @@ class Builder:
         self.block.add_op(op)
         results = tuple(Tensor(self, r) for r in op.results)
         return results[0] if len(results) == 1 else results
+
+    def _emit_in_f32(self, op_name: str, values: Sequence[SSAValue],
+                     out: Sequence[TensorType] | None, half: str | None,
+                     attrs: dict[str, Any]) -> Tensor | tuple[Tensor, ...]:
+        """f16/bf16 are storage types: cast the operands to f32, run the op, and round its
+        float results back to ``half`` (per op, as PyTorch eager on a CPU computes them)."""
+        def f32(t: TensorType) -> TensorType:
+            return tensor(shape_of(t), "f32") if dtype_of(t) in HALF_DTYPES else t
+
+        wide = [self.cast(Tensor(self, v), "f32") if dtype_of(v.type) in HALF_DTYPES
+                else Tensor(self, v) for v in values]
+        result = self.emit(op_name, *wide, out=None if out is None else [f32(t) for t in out],
+                           **attrs)
+        results = result if isinstance(result, tuple) else (result,)
+        narrowed = tuple(r.astype(half) if half and r.dtype == "f32" else r for r in results)
+        return narrowed if isinstance(result, tuple) else narrowed[0]
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -1067,7 +1088,31 @@ def _complex_result(*dtypes: str) -> str:
 
 def _is_inexact(dtype: str) -> bool:
     """A float or complex dtype (numpy's "inexact")."""
-    return dtype in (*FLOAT_DTYPES, *COMPLEX_DTYPES)
+    return dtype in (*FLOAT_DTYPES, *HALF_DTYPES, *COMPLEX_DTYPES)
+
+
+_FLOAT_RANK = {"f16": 1, "bf16": 1, "f32": 2, "f64": 3}
+
+
+def _float_result(a: str, b: str) -> str:
+    """JAX's promotion of two real floats: the wider one; f16 with bf16 is f32."""
+    if a == b:
+        return a
+    ra, rb = _FLOAT_RANK[a], _FLOAT_RANK[b]
+    return "f32" if ra == rb else (a if ra > rb else b)
+
+
+def _widened(op_cls: type, values: Sequence[SSAValue], out: Sequence[TensorType] | None
+             ) -> tuple[str | None, bool]:
+    """``(half, widen)``: whether ``op_cls`` on ``values`` computes in f32 (an operand or
+    given result is f16/bf16, and the op is not one that stores them, such as ``rlx.cast``),
+    and the one half dtype its float results return to (None when f16 and bf16 mix: f32,
+    as JAX)."""
+    if op_cls.STORES_HALF:
+        return None, False
+    types = [v.type for v in values] + list(out or ())
+    halves = {dtype_of(t) for t in types if isinstance(t, TensorType)} & set(HALF_DTYPES)
+    return (next(iter(halves)) if len(halves) == 1 else None), bool(halves)
 
 
 def _check_operand_count(op_cls: type, given: int) -> None:

@@ -208,10 +208,10 @@ def logsumexp(x: Tensor, axis: int | Sequence[int] | None = None,
 def one_hot(ids: Tensor, num_classes: int, dtype: str = "f32") -> Tensor:
     """``[..., num_classes]``: 1 at each id's class, 0 elsewhere (and for ids outside
     ``[0, num_classes)``), as jax.nn.one_hot."""
-    from rlx_mlir.dialects.base import FLOAT_DTYPES, NUMPY_DTYPES
+    from rlx_mlir.dialects.base import FLOAT_DTYPES, HALF_DTYPES, NUMPY_DTYPES
 
-    if dtype not in FLOAT_DTYPES:
-        raise RlxError(f"one_hot: dtype must be one of {', '.join(FLOAT_DTYPES)}; got "
+    if dtype not in (*FLOAT_DTYPES, *HALF_DTYPES):
+        raise RlxError(f"one_hot: dtype must be one of {', '.join(FLOAT_DTYPES + HALF_DTYPES)}; got "
                        f"{dtype!r}", loc=loc_from_attr(_user_location()))
     classes = np.arange(num_classes, dtype=np.int32 if ids.dtype == "i32" else np.int64)
     hit = ids.reshape((*ids.shape, 1)) == classes

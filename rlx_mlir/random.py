@@ -96,7 +96,8 @@ def _sample(op: str, key: Any, shape: Any, dtype: Any) -> Tensor | np.ndarray:
 
     name = _dtype_name(dtype)
     if name not in FLOAT_DTYPES:
-        raise RlxError(f"random samples are f32 or f64; got {dtype!r}",
+        raise RlxError(f"random samples are f32 or f64; got {dtype!r} (draw f32 and round "
+                       "with .astype for f16/bf16)",
                        loc=loc_from_attr(_user_location()))
     dims = _dims(shape)
     concrete = _concrete_key(key)

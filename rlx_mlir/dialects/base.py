@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BoolAttr,
@@ -28,6 +29,8 @@ from xdsl.dialects.builtin import (
     IntegerType,
     StringAttr,
     TensorType,
+    bf16,
+    f16,
     f32,
     f64,
     i1,
@@ -51,6 +54,8 @@ DTYPES: dict[str, Attribute] = {
     "i64": i64,
     "c64": ComplexType(f32),
     "c128": ComplexType(f64),
+    "f16": f16,
+    "bf16": bf16,
 }
 NUMPY_DTYPES: dict[str, np.dtype] = {
     "f32": np.dtype(np.float32),
@@ -60,10 +65,14 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "i64": np.dtype(np.int64),
     "c64": np.dtype(np.complex64),
     "c128": np.dtype(np.complex128),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
 }
 FLOAT_DTYPES = ("f32", "f64")
 INT_DTYPES = ("i32", "i64")
 COMPLEX_DTYPES = ("c64", "c128")
+HALF_DTYPES = ("f16", "bf16")
+"""Storage-only floats: ops take them through ``rlx.cast`` (the frontend computes in f32)."""
 COMPLEX_OF = {"f32": "c64", "f64": "c128"}
 """The complex dtype whose parts are the given float dtype (and back: ``REAL_OF``)."""
 REAL_OF = {c: f for f, c in COMPLEX_OF.items()}
@@ -145,7 +154,7 @@ def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
         raise TypeError(f"constants of dtype {array.dtype} are not supported")
     ttype = tensor(array.shape, dtype)
     flat = array.reshape(-1)
-    if dtype in FLOAT_DTYPES:
+    if dtype in FLOAT_DTYPES + HALF_DTYPES:
         return DenseIntOrFPElementsAttr.from_list(ttype, [float(v) for v in flat])
     return DenseIntOrFPElementsAttr.from_list(ttype, [int(v) for v in flat])
 
@@ -208,6 +217,8 @@ class RlxOp(IRDLOperation):
 
     traits = traits_def(Pure())
     RESULT_FROM_TYPE: ClassVar[bool] = False
+    STORES_HALF: ClassVar[bool] = False
+    """Whether f16/bf16 operands are allowed: they are storage types (:meth:`check_half`)."""
     ATTRS: ClassVar[dict[str, str]] = {}
     """Attribute name -> encoding and meaning (checked by the verifier, used by docs)."""
 
@@ -249,12 +260,26 @@ class RlxOp(IRDLOperation):
                 allowed = ", ".join(known) or "none"
                 raise ShapeError(f"unknown attribute '{key}' (allowed: {allowed})")
 
+    @classmethod
+    def check_half(cls, types: Iterable[Attribute]) -> None:
+        """ShapeError when an op that computes sees f16/bf16 (storage types: only
+        ``rlx.cast``, ``rlx.constant`` and the control-flow ops carrying values take them)."""
+        if cls.STORES_HALF:
+            return
+        for t in types:
+            if isinstance(t, TensorType) and dtype_of(t) in HALF_DTYPES:
+                raise ShapeError(
+                    f"'{cls.name}' computes in f32 or f64, got {t}: f16 and bf16 are storage "
+                    "types; convert them with 'rlx.cast' (the Python frontend casts around "
+                    "every op)")
+
     def verify_(self) -> None:
         type(self).check_attribute_names(self.attributes)
         for t in self.in_types():
             shape_of(t)
             dtype_of(t)
         declared = [r.type for r in self.results]
+        type(self).check_half([*self.in_types(), *declared])
         inferred = type(self).infer(self.in_types(), self.py_attrs(), declared)
         if list(inferred) != list(declared):
             want = ", ".join(str(t) for t in inferred)
@@ -275,6 +300,7 @@ class RlxOp(IRDLOperation):
         attributes = {k: to_attr(v) for k, v in (attrs or {}).items() if v is not None}
         py = {k: from_attr(v) for k, v in attributes.items()}
         types = [v.type for v in operands]
+        cls.check_half([*types, *(out or ())])
         result_types = cls.infer(types, py, out)  # type: ignore[arg-type]
         return cls.create(
             operands=list(operands), result_types=list(result_types), attributes=attributes,
@@ -389,7 +415,7 @@ __all__ = [
     "RlxOp", "ShapeError", "tensor", "shape_of", "dtype_of", "numpy_dtype", "to_attr",
     "from_attr", "norm_axis", "broadcast_shapes", "expect_rank", "expect_float",
     "expect_same_dtype", "expect_index", "require", "optional", "fmt_shape", "dense_attr",
-    "FLOAT_DTYPES", "INT_DTYPES", "DTYPES", "Float32Type", "Float64Type", "IntegerType",
+    "FLOAT_DTYPES", "HALF_DTYPES", "INT_DTYPES", "DTYPES", "Float32Type", "Float64Type", "IntegerType",
 ]
 
 

@@ -69,6 +69,8 @@ if TYPE_CHECKING:
 class YieldOp(RlxOp):
     """Terminator of every rlx region: the region's results."""
 
+    STORES_HALF: ClassVar[bool] = True
+
     name = "rlx.yield"
     values = var_operand_def(TensorType)
     traits = traits_def(IsTerminator(), Pure())
@@ -161,6 +163,8 @@ class ScanOp(RlxOp):
     :func:`checkpoint_steps` when ``0 < num_checkpoints < length``).
     """
 
+    STORES_HALF: ClassVar[bool] = True
+
     name = "rlx.scan"
     init = operand_def(TensorType)
     inputs = var_operand_def(TensorType)
@@ -215,6 +219,8 @@ class IfOp(RlxOp):
     """``pred ? then(captured...) : else(captured...)``; both regions take the captured
     operands as block arguments and yield the results."""
 
+    STORES_HALF: ClassVar[bool] = True
+
     name = "rlx.if"
     pred = operand_def(TensorType)
     captured = var_operand_def(TensorType)
@@ -255,6 +261,8 @@ class WhileOp(RlxOp):
     differentiated exactly; ``max_iterations`` is then required. Forward mode (``--jvp``)
     keeps one loop over ``[state; tangent]``, bounded or not, as JAX does.
     """
+
+    STORES_HALF: ClassVar[bool] = True
 
     name = "rlx.while"
     init = operand_def(TensorType)
@@ -307,6 +315,8 @@ class CustomFnOp(RlxOp):
     (primals..., tangents... -> result tangent); ``has_vjp``/``has_jvp`` say which
     follow. Without a vjp region autodiff differentiates the inlined ``fwd``.
     """
+
+    STORES_HALF: ClassVar[bool] = True
 
     name = "rlx.custom_fn"
     primals = var_operand_def(TensorType)

@@ -20,6 +20,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def
 from rlx_mlir.dialects.base import (
     COMPLEX_DTYPES,
     FLOAT_DTYPES,
+    HALF_DTYPES,
     RlxOp,
     ShapeError,
     broadcast_shapes,
@@ -274,7 +275,7 @@ def _interpret_where(op: WhereOp, c: np.ndarray, t: np.ndarray, f: np.ndarray):
 
 # ---------------------------------------------------------------- cast / stop_gradient
 
-_CASTABLE = ("f32", "f64", "i1", "i32", "i64")
+_CASTABLE = ("f32", "f64", "f16", "bf16", "i1", "i32", "i64")
 
 
 @irdl_op_definition
@@ -282,10 +283,12 @@ class CastOp(RlxOp):
     """Convert the element type; the target comes from the result type.
 
     Float -> int rounds half away from zero; bool -> number is 0/1; number ->
-    bool is ``!= 0``. Every pair of f32, f64, i1, i32, i64 is a real conversion.
+    bool is ``!= 0``. Every pair of f32, f64, f16, bf16, i1, i32, i64 is a real conversion (to
+    f16/bf16: rounded to nearest even).
     """
 
     name = "rlx.cast"
+    STORES_HALF: ClassVar[bool] = True
     x = operand_def(TensorType)
     result = result_def(TensorType)
     RESULT_FROM_TYPE: ClassVar[bool] = True
@@ -310,7 +313,8 @@ def _interpret_cast(op: CastOp, x: np.ndarray) -> np.ndarray:
         x = _round_half_away(x)
     if target == np.bool_:
         return x != 0
-    return x.astype(target)
+    with np.errstate(over="ignore"):  # to f16/bf16: out of range is inf, as native code
+        return x.astype(target)
 
 
 @irdl_op_definition
@@ -340,6 +344,7 @@ class ConstantOp(RlxOp):
     """A literal tensor: ``value`` is a dense elements attribute of the result type."""
 
     name = "rlx.constant"
+    STORES_HALF: ClassVar[bool] = True
     result = result_def(TensorType)
     ATTRS: ClassVar[dict[str, str]] = {"value": "dense elements of the result type"}
 
@@ -475,7 +480,7 @@ def _vjp_where(ctx: VjpContext, op: WhereOp, g: Tensor) -> list[Tensor | None]:
 @VJP.register(CastOp)
 def _vjp_cast(ctx: VjpContext, op: CastOp, g: Tensor) -> list[Tensor | None]:
     (x,) = ctx.inputs(op)
-    return [ctx.b.cast(g, x.dtype) if x.dtype in FLOAT_DTYPES else None]
+    return [ctx.b.cast(g, x.dtype) if x.dtype in (*FLOAT_DTYPES, *HALF_DTYPES) else None]
 
 
 VJP.register(CompareOp, StopGradientOp, ConstantOp)(no_gradient)
@@ -560,7 +565,7 @@ def _jvp_where(ctx: JvpContext, op: WhereOp, tc, tt, tf) -> list[Tensor | None]:
 @JVP.register(CastOp)
 def _jvp_cast(ctx: JvpContext, op: CastOp, t) -> list[Tensor | None]:
     target = dtype_of(op.results[0].type)
-    return [ctx.b.cast(t, target) if target in FLOAT_DTYPES else None]
+    return [ctx.b.cast(t, target) if target in (*FLOAT_DTYPES, *HALF_DTYPES) else None]
 
 
 JVP.register(CompareOp, StopGradientOp, ConstantOp)(lambda ctx, op, *ts: [None])

@@ -27,6 +27,7 @@ from xdsl.dialects import arith, complex, math, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    BFloat16Type,
     ComplexType,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -542,14 +543,24 @@ class Emitter:
         if bit_width(dst) == 1 and not is_float(dst):
             return self.truth(x)
         if is_float(src) and is_float(dst):
-            wider = bit_width(dst) > bit_width(src)
-            return self.emit((arith.ExtFOp if wider else arith.TruncFOp)(x, dst))
+            return self._float_resize(x, dst)
         if is_float(src):
             return self.emit(arith.FPToSIOp(self.round_half_away(x), dst))  # type: ignore[arg-type]
         if is_float(dst):
             to_float = arith.UIToFPOp if bit_width(src) == 1 else arith.SIToFPOp
             return self.emit(to_float(x, dst))  # type: ignore[arg-type]
         return self._int_resize(x, dst)
+
+    def _float_resize(self, x: Value, dst: Attribute) -> Value:
+        """Float to float; f16 <-> bf16 (same width) goes through f32, which is exact."""
+        src = x.type
+        if bit_width(dst) == bit_width(src):
+            return self._float_resize(self._float_resize(x, DTYPES["f32"]), dst)
+        if bit_width(dst) > bit_width(src):
+            return self.emit(arith.ExtFOp(x, dst))
+        if isinstance(dst, BFloat16Type) and fastmath.is_f32(x):
+            return fastmath.f32_to_bf16(self, x)
+        return self.emit(arith.TruncFOp(x, dst))
 
     def _int_resize(self, x: Value, dst: Attribute) -> Value:
         src_bits, dst_bits = bit_width(x.type), bit_width(dst)

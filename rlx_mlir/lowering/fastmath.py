@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float32Type, IntegerType
+from xdsl.dialects.builtin import BFloat16Type, Float32Type, IntegerType
 
 if TYPE_CHECKING:
     from rlx_mlir.lowering.emitter import Emitter, Value
@@ -144,3 +144,16 @@ def tanh_f32(s: Emitter, x: Value) -> Value:
 def erf_f32(s: Emitter, x: Value) -> Value:
     """``erf(x)`` for f32 as arith ops: Eigen's rational approximation on [-4, 4]."""
     return _odd_rational(s, x, _ERF_CLAMP, _ERF_NUM, _ERF_DEN)
+
+
+def f32_to_bf16(s: Emitter, x: Value) -> Value:
+    """f32 -> bf16 rounded to nearest even on the bits, subnormals kept (as numpy's
+    ``ml_dtypes.bfloat16``): the x86 instruction LLVM picks flushes them to zero."""
+    i32 = IntegerType(32)
+    bits = s.emit(arith.BitcastOp(x, i32))
+    odd = s.emit(arith.AndIOp(s.shift_right(bits, 16), s.scalar(1, i32)))
+    rounded = s.shift_right(s.add(s.add(bits, 0x7FFF), odd), 16)
+    quiet_nan = s.emit(arith.OrIOp(s.shift_right(bits, 16), s.scalar(0x40, i32)))
+    top = s.select(s.cmp("ne", x, x), quiet_nan, rounded)
+    half = s.emit(arith.TruncIOp(top, IntegerType(16)))
+    return s.emit(arith.BitcastOp(half, BFloat16Type()))

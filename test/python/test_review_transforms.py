@@ -109,7 +109,7 @@ def test_grad_of_a_complex_valued_function_is_an_error():
     a verifier failure deep in the backward ops)."""
     z = np.complex64(1 + 2j)
     for f in (lambda z: z * z, lambda z: rlx.nn.exp(z)):
-        with pytest.raises(RlxError, match="must be a float tensor .f32 or f64"):
+        with pytest.raises(RlxError, match="must be a float tensor .f32, f64, f16 or bf16"):
             rlx.grad(f).lower(z)
 
 
