@@ -49,6 +49,7 @@ from rlx_mlir.dialects.base import (
     NUMPY_DTYPES,
     REAL_OF,
     dtype_of,
+    is_real_float,
     shape_of,
     tensor,
     to_attr,
@@ -141,7 +142,7 @@ class Tensor:
         if isinstance(other, Tensor):
             return other
         array = np.asarray(other)
-        if array.dtype.kind not in "biufc":
+        if array.dtype.kind not in "biufc" and not is_real_float(array.dtype):
             raise RlxError(f"cannot combine a tensor with {type(other).__name__} {other!r}: "
                            "expected a tensor, a number, or a numpy array or nested list "
                            "of numbers", loc=loc_from_attr(_user_location()))
@@ -173,8 +174,8 @@ class Tensor:
             return self, other
         if np.asarray(other).dtype.kind == "c" and self.dtype not in COMPLEX_DTYPES:
             return self.astype(_complex_result(self.dtype)), other  # x * 1j, as numpy
-        if np.asarray(other).dtype.kind in "fc" and not _is_inexact(self.dtype):
-            return self.astype("f32"), other
+        if _is_inexact_array(other) and not _is_inexact(self.dtype):
+            return self.astype(_float_for(other)), other
         if self.dtype == "i1" and np.asarray(other).dtype.kind in "iu":
             return self.astype(_integer_for(other)), other  # (x > 0) * 2 is an integer
         return self, other
@@ -1084,6 +1085,19 @@ def _modulus(z: Tensor) -> Tensor:
 def _complex_result(*dtypes: str) -> str:
     """numpy's complex result: c128 when any operand is f64 or c128, else c64."""
     return "c128" if {"f64", "c128"} & set(dtypes) else "c64"
+
+
+def _is_inexact_array(value: Any) -> bool:
+    """A float (bf16 included) or complex numpy value."""
+    dtype = np.asarray(value).dtype
+    return dtype.kind == "c" or is_real_float(dtype)
+
+
+def _float_for(value: Any) -> str:
+    """The float an integer tensor becomes next to a float numpy ``value``: its own dtype
+    when f16/bf16, else f32 (numpy floats are weak, as Python's)."""
+    name = {v: k for k, v in NUMPY_DTYPES.items()}.get(np.asarray(value).dtype)
+    return name if name in HALF_DTYPES else "f32"
 
 
 def _is_inexact(dtype: str) -> bool:

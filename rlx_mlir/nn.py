@@ -363,7 +363,7 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
     xs = list(xs)
     b = _b(*xs)
     dtypes = {x.dtype for x in xs if isinstance(x, Tensor)}
-    inexact = dtypes & {"f32", "f64", "c64", "c128"}
+    inexact = dtypes & {"f32", "f64", "f16", "bf16", "c64", "c128"}
     if len(inexact) > 1:  # f32 with f64 is f64, real with complex complex: as the operators
         common = _common_inexact(inexact)
         xs = [x.astype(common) if isinstance(x, Tensor) and x.dtype in inexact else x
@@ -373,7 +373,8 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
     def lifted(x):
         if not isinstance(x, np.ndarray):
             return x  # a Tensor, or anything else for the builder to reject
-        floats_into_ints = x.dtype.kind in "fc" and like.dtype not in ("f32", "f64", "c64", "c128")
+        floats_into_ints = x.dtype.kind in "fc" and like.dtype not in (
+            "f32", "f64", "f16", "bf16", "c64", "c128")
         return x if floats_into_ints else like._lift(x)
 
     return b.concat(*(lifted(x) for x in xs), axis=axis)
@@ -381,11 +382,13 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
 
 def _common_inexact(dtypes: set[str]) -> str:
     """numpy's result of several float / complex dtypes (f32 + c64 is c64, f64 + c64 c128)."""
-    from rlx_mlir.builder import _complex_result
+    from functools import reduce
+
+    from rlx_mlir.builder import _complex_result, _float_result
 
     if dtypes & {"c64", "c128"}:
         return _complex_result(*dtypes)
-    return "f64" if "f64" in dtypes else "f32"
+    return reduce(_float_result, sorted(dtypes))
 
 
 def stack(xs: Sequence[Tensor], axis: int = 0) -> Tensor:

@@ -29,6 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from rlx_mlir.diagnostics import RlxError
+from rlx_mlir.dialects.base import is_real_float
 from rlx_mlir.interpreter import run_func
 from rlx_mlir.ir import as_module, find_func, parse, to_text
 from rlx_mlir.runtime.signature import Arg, Signature, arg_names
@@ -90,7 +91,7 @@ class GradReport:
 
 def random_args(sig: Signature, rng: np.random.Generator, int_high: int) -> dict[str, np.ndarray]:
     def one(a: Arg) -> np.ndarray:
-        if a.dtype.kind in "fc":
+        if a.dtype.kind == "c" or is_real_float(a.dtype):
             return _normal(rng, a.shape, a.dtype)
         if a.dtype.kind == "b":
             return rng.integers(0, 2, a.shape).astype(bool)

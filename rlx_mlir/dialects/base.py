@@ -116,6 +116,11 @@ def numpy_dtype(t: Attribute) -> np.dtype:
     return NUMPY_DTYPES[dtype_of(t)]
 
 
+def is_real_float(dtype: np.dtype) -> bool:
+    """A real float numpy dtype, bf16 included (ml_dtypes gives it numpy kind ``V``)."""
+    return dtype.kind == "f" or dtype == NUMPY_DTYPES["bf16"]
+
+
 def fmt_shape(shape: Sequence[int]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 

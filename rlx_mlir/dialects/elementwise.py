@@ -28,6 +28,7 @@ from rlx_mlir.dialects.base import (
     dtype_of,
     expect_same_dtype,
     from_attr,
+    is_real_float,
     numpy_dtype,
     require,
     shape_of,
@@ -309,7 +310,7 @@ class CastOp(RlxOp):
 @INTERPRET.register(CastOp)
 def _interpret_cast(op: CastOp, x: np.ndarray) -> np.ndarray:
     target = numpy_dtype(op.result.type)
-    if x.dtype.kind == "f" and target.kind in "iu":
+    if is_real_float(x.dtype) and target.kind in "iu":
         x = _round_half_away(x)
     if target == np.bool_:
         return x != 0

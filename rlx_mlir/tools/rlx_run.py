@@ -19,6 +19,7 @@ import numpy as np
 from xdsl.ir import Operation
 
 from rlx_mlir.diagnostics import ArgumentError, RlxError
+from rlx_mlir.dialects.base import is_real_float
 from rlx_mlir.ir import check_signature_types, find_func
 from rlx_mlir.runtime.signature import Arg, Signature
 from rlx_mlir.tools.rlx_opt import (
@@ -31,7 +32,7 @@ from rlx_mlir.tools.rlx_opt import (
 
 
 def random_input(arg: Arg, rng: np.random.Generator, int_high: int) -> np.ndarray:
-    if arg.dtype.kind == "f":
+    if is_real_float(arg.dtype):
         return rng.standard_normal(arg.shape).astype(arg.dtype)
     if arg.dtype.kind == "b":
         return rng.integers(0, 2, arg.shape).astype(bool)
