@@ -58,6 +58,10 @@ def dialect_reference() -> str:
         "Generated from the op definitions by `python -m rlx_mlir.tools.gen_docs`; do not edit.",
         "Every op prints as `%r = rlx.op %a, %b {attrs} : (operand types) -> result type`;",
         "the generic form (`\"rlx.op\"(%a, %b) {attrs} : (...) -> ...`) parses too.",
+        "Element types: f32, f64, i1, i32, i64, c64 (`complex<f32>`) and c128",
+        "(`complex<f64>`), as each op allows; f16 and bf16 are storage types, taken only by",
+        "`rlx.cast`, `rlx.constant`, function signatures and control-flow carries (any other",
+        "op on them is a verifier error: cast to f32 to compute).",
         "",
     ]
     for family, module in FAMILIES.items():

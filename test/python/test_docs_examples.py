@@ -280,6 +280,20 @@ def check_complex_grad(ns: Scope, tmp: Path, out: str) -> None:
     np.testing.assert_allclose(2 * ns["g"], z.grad.numpy(), rtol=1e-6)
 
 
+def check_bf16(ns: Scope, tmp: Path, out: str) -> None:
+    """Per-op rounding gives what torch's bf16 eager gives; the gradient keeps w's dtype."""
+    import torch
+
+    bf16 = ns["bf16"]
+    w = torch.full((4, 3), 0.1, dtype=torch.bfloat16, requires_grad=True)
+    x = torch.ones((2, 4), dtype=torch.bfloat16)
+    assert ns["y"].dtype == bf16 and ns["g"].dtype == bf16
+    np.testing.assert_array_equal(ns["y"].astype(np.float32),
+                                  (torch.relu(x @ w) * 3).float().detach().numpy())
+    (x @ w).float().sum().backward()
+    np.testing.assert_array_equal(ns["g"].astype(np.float32), w.grad.float().numpy())
+
+
 Check = Callable[[Scope, Path, str], None]
 CHECKS: dict[str, Check] = {
     "getting-started.md:python0": check_first_jit,
@@ -288,6 +302,7 @@ CHECKS: dict[str, Check] = {
     "api.md:python2": check_softplus_rule,
     "api.md:python3": check_random_keys,
     "api.md:python4": check_complex_grad,
+    "api.md:python5": check_bf16,
     "autodiff.md:python0": check_vjp_rule,
     "jvp-vmap.md:python0": check_jvp_rule,
     "jvp-vmap.md:python1": check_vmap_rules,
