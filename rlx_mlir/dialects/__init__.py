@@ -1,7 +1,7 @@
 """The ``rlx`` dialect, assembled from its op family modules.
 
 Each family module (``elementwise``, ``linalg``, ``nn``, ``attention``, ``conv``,
-``shape``, ``random``, ``complex``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
+``shape``, ``random``, ``complex``, ``fft``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
 this package registers everything.
 """
 
@@ -16,6 +16,7 @@ from rlx_mlir.dialects import (
     control,
     conv,
     elementwise,
+    fft,
     linalg,
     nn,
     random,
@@ -27,6 +28,7 @@ from rlx_mlir.dialects.base import RlxOp
 FAMILIES = {
     "elementwise": elementwise,
     "complex": complex,
+    "fft": fft,
     "linalg": linalg,
     "nn": nn,
     "attention": attention,

@@ -294,6 +294,13 @@ def check_bf16(ns: Scope, tmp: Path, out: str) -> None:
     np.testing.assert_array_equal(ns["g"].astype(np.float32), w.grad.float().numpy())
 
 
+def check_fft(ns: Scope, tmp: Path, out: str) -> None:
+    """The low-pass keeps the 5 Hz tone exactly; its gradient is 2 P(P x) = 2 P x."""
+    t, low = ns["t"], ns["low"]
+    np.testing.assert_allclose(low, np.sin(2 * np.pi * 5 * t), atol=1e-5)
+    np.testing.assert_allclose(ns["g"], 2 * low, atol=1e-5)
+
+
 Check = Callable[[Scope, Path, str], None]
 CHECKS: dict[str, Check] = {
     "getting-started.md:python0": check_first_jit,
@@ -302,7 +309,8 @@ CHECKS: dict[str, Check] = {
     "api.md:python2": check_softplus_rule,
     "api.md:python3": check_random_keys,
     "api.md:python4": check_complex_grad,
-    "api.md:python5": check_bf16,
+    "api.md:python5": check_fft,
+    "api.md:python6": check_bf16,
     "autodiff.md:python0": check_vjp_rule,
     "jvp-vmap.md:python0": check_jvp_rule,
     "jvp-vmap.md:python1": check_vmap_rules,

@@ -136,7 +136,7 @@ class GatherBackwardOp(RlxOp):
     @classmethod
     def infer(cls, types, attrs, out):
         result = _declared(cls.name, out)
-        expect_dtype(cls, types[0], NUMERIC_DTYPES)
+        expect_dtype(cls, types[0], NUMERIC_DTYPES + COMPLEX_DTYPES)
         expect_same_dtype([types[0], result], f"'{cls.name}' dy and result")
         expect_index(types[1], f"'{cls.name}' indices")
         table = shape_of(result)
