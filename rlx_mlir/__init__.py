@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from rlx_mlir import fft as fft  # rlx.fft (re-exported)
 from rlx_mlir import ir, linalg, nn
+from rlx_mlir import quant as quant  # rlx.quant (re-exported)
 from rlx_mlir import random as random  # rlx.random (re-exported)
 from rlx_mlir.builder import Builder, Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr

@@ -48,6 +48,7 @@ from rlx_mlir.dialects.base import (
     INT_DTYPES,
     NUMPY_DTYPES,
     REAL_OF,
+    STORAGE_DTYPES,
     dtype_of,
     is_real_float,
     shape_of,
@@ -146,7 +147,7 @@ class Tensor:
             raise RlxError(f"cannot combine a tensor with {type(other).__name__} {other!r}: "
                            "expected a tensor, a number, or a numpy array or nested list "
                            "of numbers", loc=loc_from_attr(_user_location()))
-        if array.dtype.kind in "iu" and self.dtype in INT_DTYPES:
+        if array.dtype.kind in "iu" and self.dtype in (*INT_DTYPES, "i8"):
             info = np.iinfo(NUMPY_DTYPES[self.dtype])
             if array.size and (array.min() < info.min or array.max() > info.max):
                 raise RlxError(f"the integer {other!r} does not fit this tensor's dtype "
@@ -224,7 +225,7 @@ class Tensor:
         return self._true_divisible()._binary("div", o, reverse=True)
 
     def __pow__(self, o):
-        if self.dtype in INT_DTYPES and not isinstance(o, Tensor):
+        if self.dtype in (*INT_DTYPES, "i8") and not isinstance(o, Tensor):
             exponent = np.asarray(o)
             if exponent.dtype.kind in "iu" and exponent.size and exponent.min() < 0:
                 raise RlxError(f"integers to negative integer powers are not allowed (the "
@@ -600,7 +601,7 @@ class Builder:
         values = [self._value(o) for o in operands if o is not None]
         half, widen = _widened(op_cls, values, out)
         if widen:
-            return self._emit_in_f32(op_name, values, out, half, attrs)
+            return self._emit_widened(op_name, values, out, half, attrs)
         loc = self.location if self.location is not None else _user_location()
         try:
             _check_operand_count(op_cls, len(values))
@@ -613,20 +614,22 @@ class Builder:
         results = tuple(Tensor(self, r) for r in op.results)
         return results[0] if len(results) == 1 else results
 
-    def _emit_in_f32(self, op_name: str, values: Sequence[SSAValue],
-                     out: Sequence[TensorType] | None, half: str | None,
-                     attrs: dict[str, Any]) -> Tensor | tuple[Tensor, ...]:
-        """f16/bf16 are storage types: cast the operands to f32, run the op, and round its
-        float results back to ``half`` (per op, as PyTorch eager on a CPU computes them)."""
-        def f32(t: TensorType) -> TensorType:
-            return tensor(shape_of(t), "f32") if dtype_of(t) in HALF_DTYPES else t
+    def _emit_widened(self, op_name: str, values: Sequence[SSAValue],
+                      out: Sequence[TensorType] | None, narrow: str | None,
+                      attrs: dict[str, Any]) -> Tensor | tuple[Tensor, ...]:
+        """f16/bf16/i8 are storage types: cast the operands to f32/i32, run the op, and
+        round its results of that dtype back to ``narrow`` (per op, as PyTorch eager on a
+        CPU computes halves; i8 arithmetic wraps as numpy's)."""
+        def wide(t: TensorType) -> TensorType:
+            return tensor(shape_of(t), STORAGE_DTYPES.get(dtype_of(t), dtype_of(t)))
 
-        wide = [self.cast(Tensor(self, v), "f32") if dtype_of(v.type) in HALF_DTYPES
-                else Tensor(self, v) for v in values]
-        result = self.emit(op_name, *wide, out=None if out is None else [f32(t) for t in out],
-                           **attrs)
+        operands = [self.cast(Tensor(self, v), STORAGE_DTYPES[dtype_of(v.type)])
+                    if dtype_of(v.type) in STORAGE_DTYPES else Tensor(self, v) for v in values]
+        result = self.emit(op_name, *operands,
+                           out=None if out is None else [wide(t) for t in out], **attrs)
         results = result if isinstance(result, tuple) else (result,)
-        narrowed = tuple(r.astype(half) if half and r.dtype == "f32" else r for r in results)
+        back = STORAGE_DTYPES.get(narrow or "")
+        narrowed = tuple(r.astype(narrow) if back and r.dtype == back else r for r in results)
         return narrowed if isinstance(result, tuple) else narrowed[0]
 
     def __getattr__(self, name: str):
@@ -1012,7 +1015,7 @@ def _minus_product(a: Tensor, x: Tensor, y: Tensor) -> Tensor:
     return (a - p) - err
 
 
-_INTEGER_WIDTH = {"i1": 0, "i32": 1, "i64": 2}
+_INTEGER_WIDTH = {"i1": 0, "i8": 1, "i32": 2, "i64": 3}
 
 
 _TORCH_SPELLINGS = {
@@ -1118,14 +1121,14 @@ def _float_result(a: str, b: str) -> str:
 
 def _widened(op_cls: type, values: Sequence[SSAValue], out: Sequence[TensorType] | None
              ) -> tuple[str | None, bool]:
-    """``(half, widen)``: whether ``op_cls`` on ``values`` computes in f32 (an operand or
-    given result is f16/bf16, and the op is not one that stores them, such as ``rlx.cast``),
-    and the one half dtype its float results return to (None when f16 and bf16 mix: f32,
-    as JAX)."""
-    if op_cls.STORES_HALF:
+    """``(narrow, widen)``: whether ``op_cls`` on ``values`` computes in a wider dtype (an
+    operand or given result has a storage dtype, f16/bf16/i8, and the op is not one that
+    takes them, such as ``rlx.cast``), and the one storage dtype its results return to
+    (None when several mix)."""
+    if op_cls.TAKES_STORAGE:
         return None, False
     types = [v.type for v in values] + list(out or ())
-    halves = {dtype_of(t) for t in types if isinstance(t, TensorType)} & set(HALF_DTYPES)
+    halves = {dtype_of(t) for t in types if isinstance(t, TensorType)} & set(STORAGE_DTYPES)
     return (next(iter(halves)) if len(halves) == 1 else None), bool(halves)
 
 

@@ -1,7 +1,7 @@
 """The ``rlx`` dialect, assembled from its op family modules.
 
 Each family module (``elementwise``, ``linalg``, ``nn``, ``attention``, ``conv``,
-``shape``, ``random``, ``complex``, ``fft``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
+``shape``, ``random``, ``complex``, ``fft``, ``quant``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
 this package registers everything.
 """
 
@@ -19,6 +19,7 @@ from rlx_mlir.dialects import (
     fft,
     linalg,
     nn,
+    quant,
     random,
     shape,
     solve,
@@ -35,6 +36,7 @@ FAMILIES = {
     "conv": conv,
     "shape": shape,
     "solve": solve,
+    "quant": quant,
     "random": random,
     "backward": backward,
     "control": control,

@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     f32,
     f64,
     i1,
+    i8,
     i32,
     i64,
 )
@@ -56,6 +57,7 @@ DTYPES: dict[str, Attribute] = {
     "c128": ComplexType(f64),
     "f16": f16,
     "bf16": bf16,
+    "i8": i8,
 }
 NUMPY_DTYPES: dict[str, np.dtype] = {
     "f32": np.dtype(np.float32),
@@ -67,12 +69,16 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "c128": np.dtype(np.complex128),
     "f16": np.dtype(np.float16),
     "bf16": np.dtype(ml_dtypes.bfloat16),
+    "i8": np.dtype(np.int8),
 }
 FLOAT_DTYPES = ("f32", "f64")
 INT_DTYPES = ("i32", "i64")
 COMPLEX_DTYPES = ("c64", "c128")
 HALF_DTYPES = ("f16", "bf16")
-"""Storage-only floats: ops take them through ``rlx.cast`` (the frontend computes in f32)."""
+STORAGE_DTYPES = {"f16": "f32", "bf16": "f32", "i8": "i32"}
+"""Storage-only dtypes and the dtype ops compute them in: only ``rlx.cast``, constants,
+control-flow carries and the quantization ops take them (the frontend casts around
+every other op)."""
 COMPLEX_OF = {"f32": "c64", "f64": "c128"}
 """The complex dtype whose parts are the given float dtype (and back: ``REAL_OF``)."""
 REAL_OF = {c: f for f, c in COMPLEX_OF.items()}
@@ -222,8 +228,9 @@ class RlxOp(IRDLOperation):
 
     traits = traits_def(Pure())
     RESULT_FROM_TYPE: ClassVar[bool] = False
-    STORES_HALF: ClassVar[bool] = False
-    """Whether f16/bf16 operands are allowed: they are storage types (:meth:`check_half`)."""
+    TAKES_STORAGE: ClassVar[bool] = False
+    """Whether f16/bf16/i8 operands are allowed: they are storage types
+    (:meth:`check_storage`)."""
     ATTRS: ClassVar[dict[str, str]] = {}
     """Attribute name -> encoding and meaning (checked by the verifier, used by docs)."""
 
@@ -266,17 +273,19 @@ class RlxOp(IRDLOperation):
                 raise ShapeError(f"unknown attribute '{key}' (allowed: {allowed})")
 
     @classmethod
-    def check_half(cls, types: Iterable[Attribute]) -> None:
-        """ShapeError when an op that computes sees f16/bf16 (storage types: only
-        ``rlx.cast``, ``rlx.constant`` and the control-flow ops carrying values take them)."""
-        if cls.STORES_HALF:
+    def check_storage(cls, types: Iterable[Attribute]) -> None:
+        """ShapeError when an op that computes sees a storage dtype (f16, bf16, i8: only
+        ``rlx.cast``, ``rlx.constant``, the control-flow ops carrying values and the
+        quantization ops take them)."""
+        if cls.TAKES_STORAGE:
             return
         for t in types:
-            if isinstance(t, TensorType) and dtype_of(t) in HALF_DTYPES:
+            if isinstance(t, TensorType) and dtype_of(t) in STORAGE_DTYPES:
+                wide = STORAGE_DTYPES[dtype_of(t)]
                 raise ShapeError(
-                    f"'{cls.name}' computes in f32 or f64, got {t}: f16 and bf16 are storage "
-                    "types; convert them with 'rlx.cast' (the Python frontend casts around "
-                    "every op)")
+                    f"'{cls.name}' does not compute in {dtype_of(t)}, got {t}: f16, bf16 and "
+                    f"i8 are storage types; convert them to {wide} with 'rlx.cast' (the "
+                    "Python frontend casts around every op)")
 
     def verify_(self) -> None:
         type(self).check_attribute_names(self.attributes)
@@ -284,7 +293,7 @@ class RlxOp(IRDLOperation):
             shape_of(t)
             dtype_of(t)
         declared = [r.type for r in self.results]
-        type(self).check_half([*self.in_types(), *declared])
+        type(self).check_storage([*self.in_types(), *declared])
         inferred = type(self).infer(self.in_types(), self.py_attrs(), declared)
         if list(inferred) != list(declared):
             want = ", ".join(str(t) for t in inferred)
@@ -305,7 +314,7 @@ class RlxOp(IRDLOperation):
         attributes = {k: to_attr(v) for k, v in (attrs or {}).items() if v is not None}
         py = {k: from_attr(v) for k, v in attributes.items()}
         types = [v.type for v in operands]
-        cls.check_half([*types, *(out or ())])
+        cls.check_storage([*types, *(out or ())])
         result_types = cls.infer(types, py, out)  # type: ignore[arg-type]
         return cls.create(
             operands=list(operands), result_types=list(result_types), attributes=attributes,
@@ -420,7 +429,7 @@ __all__ = [
     "RlxOp", "ShapeError", "tensor", "shape_of", "dtype_of", "numpy_dtype", "to_attr",
     "from_attr", "norm_axis", "broadcast_shapes", "expect_rank", "expect_float",
     "expect_same_dtype", "expect_index", "require", "optional", "fmt_shape", "dense_attr",
-    "FLOAT_DTYPES", "HALF_DTYPES", "INT_DTYPES", "DTYPES", "Float32Type", "Float64Type", "IntegerType",
+    "FLOAT_DTYPES", "HALF_DTYPES", "STORAGE_DTYPES", "INT_DTYPES", "DTYPES", "Float32Type", "Float64Type", "IntegerType",
 ]
 
 

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 class YieldOp(RlxOp):
     """Terminator of every rlx region: the region's results."""
 
-    STORES_HALF: ClassVar[bool] = True
+    TAKES_STORAGE: ClassVar[bool] = True
 
     name = "rlx.yield"
     values = var_operand_def(TensorType)
@@ -163,7 +163,7 @@ class ScanOp(RlxOp):
     :func:`checkpoint_steps` when ``0 < num_checkpoints < length``).
     """
 
-    STORES_HALF: ClassVar[bool] = True
+    TAKES_STORAGE: ClassVar[bool] = True
 
     name = "rlx.scan"
     init = operand_def(TensorType)
@@ -219,7 +219,7 @@ class IfOp(RlxOp):
     """``pred ? then(captured...) : else(captured...)``; both regions take the captured
     operands as block arguments and yield the results."""
 
-    STORES_HALF: ClassVar[bool] = True
+    TAKES_STORAGE: ClassVar[bool] = True
 
     name = "rlx.if"
     pred = operand_def(TensorType)
@@ -262,7 +262,7 @@ class WhileOp(RlxOp):
     keeps one loop over ``[state; tangent]``, bounded or not, as JAX does.
     """
 
-    STORES_HALF: ClassVar[bool] = True
+    TAKES_STORAGE: ClassVar[bool] = True
 
     name = "rlx.while"
     init = operand_def(TensorType)
@@ -316,7 +316,7 @@ class CustomFnOp(RlxOp):
     follow. Without a vjp region autodiff differentiates the inlined ``fwd``.
     """
 
-    STORES_HALF: ClassVar[bool] = True
+    TAKES_STORAGE: ClassVar[bool] = True
 
     name = "rlx.custom_fn"
     primals = var_operand_def(TensorType)

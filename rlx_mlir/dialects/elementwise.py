@@ -276,7 +276,7 @@ def _interpret_where(op: WhereOp, c: np.ndarray, t: np.ndarray, f: np.ndarray):
 
 # ---------------------------------------------------------------- cast / stop_gradient
 
-_CASTABLE = ("f32", "f64", "f16", "bf16", "i1", "i32", "i64")
+_CASTABLE = ("f32", "f64", "f16", "bf16", "i1", "i8", "i32", "i64")
 
 
 @irdl_op_definition
@@ -284,12 +284,12 @@ class CastOp(RlxOp):
     """Convert the element type; the target comes from the result type.
 
     Float -> int rounds half away from zero; bool -> number is 0/1; number ->
-    bool is ``!= 0``. Every pair of f32, f64, f16, bf16, i1, i32, i64 is a real conversion (to
-    f16/bf16: rounded to nearest even).
+    bool is ``!= 0``. Every pair of f32, f64, f16, bf16, i1, i8, i32, i64 is a real conversion (to
+    f16/bf16: rounded to nearest even; to i8: through i32, wrapping as numpy's astype).
     """
 
     name = "rlx.cast"
-    STORES_HALF: ClassVar[bool] = True
+    TAKES_STORAGE: ClassVar[bool] = True
     x = operand_def(TensorType)
     result = result_def(TensorType)
     RESULT_FROM_TYPE: ClassVar[bool] = True
@@ -312,6 +312,8 @@ def _interpret_cast(op: CastOp, x: np.ndarray) -> np.ndarray:
     target = numpy_dtype(op.result.type)
     if is_real_float(x.dtype) and target.kind in "iu":
         x = _round_half_away(x)
+        if target.itemsize < 4:  # to i8 through i32 (wrapping), as native code
+            x = x.astype(np.int32)
     if target == np.bool_:
         return x != 0
     with np.errstate(over="ignore"):  # to f16/bf16: out of range is inf, as native code
@@ -345,7 +347,7 @@ class ConstantOp(RlxOp):
     """A literal tensor: ``value`` is a dense elements attribute of the result type."""
 
     name = "rlx.constant"
-    STORES_HALF: ClassVar[bool] = True
+    TAKES_STORAGE: ClassVar[bool] = True
     result = result_def(TensorType)
     ATTRS: ClassVar[dict[str, str]] = {"value": "dense elements of the result type"}
 

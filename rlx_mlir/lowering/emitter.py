@@ -544,6 +544,8 @@ class Emitter:
             return self.truth(x)
         if is_float(src) and is_float(dst):
             return self._float_resize(x, dst)
+        if is_float(src) and bit_width(dst) < 32:  # to i8 through i32, wrapping
+            return self._int_resize(self.cast(x, "i32"), dst)
         if is_float(src):
             return self.emit(arith.FPToSIOp(self.round_half_away(x), dst))  # type: ignore[arg-type]
         if is_float(dst):

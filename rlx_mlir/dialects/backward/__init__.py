@@ -12,8 +12,9 @@ from rlx_mlir.dialects.backward import (
     indexing,
     loss,
     norms,
+    quant,
     scan,
 )
 
-SUBMODULES = (activation, norms, attention, conv, indexing, loss, scan)
+SUBMODULES = (activation, norms, attention, conv, indexing, loss, quant, scan)
 OPS: list = [op for module in SUBMODULES for op in module.OPS]

@@ -76,7 +76,7 @@ def _layout(types: Sequence[TensorType], attrs) -> tuple[int, int, list[TensorTy
 
 
 class ScanBackwardBase(RlxOp):
-    STORES_HALF: ClassVar[bool] = True
+    TAKES_STORAGE: ClassVar[bool] = True
     init = operand_def(TensorType)
     trajectory = operand_def(TensorType)
     upstream = operand_def(TensorType)

@@ -1,0 +1,276 @@
+"""Backward ops of the fake-quantize family (SPEC 3 rows 26-28, SPEC 3.9)::
+
+    %dx = rlx.fake_quantize_backward %x, %dy {ste = "tanh"}
+            : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    %ds = rlx.fake_quantize_lsq_backward_scale %x, %s, %dy {axis = 1 : i64}
+            : (tensor<4x3xf32>, tensor<3xf32>, tensor<4x3xf32>) -> tensor<3xf32>
+
+They are linear in ``dy`` and differentiate only through it: the estimates themselves
+are not differentiated with respect to ``x`` or the scale (a second derivative through a
+straight-through estimate is zero there, as with JAX's ``x + stop_gradient(q(x) - x)``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def
+
+from rlx_mlir.dialects.base import RlxOp, ShapeError, shape_of
+from rlx_mlir.dialects.quant import (
+    AXIS_DOC,
+    BITS_DOC,
+    MIN_SCALE,
+    STES,
+    as_channels,
+    channel_axis,
+    check_channel_operand,
+    check_ste,
+    expect_float_x,
+    keep_dims_shape,
+    lower_scale,
+    lsq_psi,
+    op_scale,
+    q_max,
+    quantized_level,
+    round_half_away,
+)
+from rlx_mlir.rules import INTERPRET, JVP, LOWER, VJP, VMAP
+
+if TYPE_CHECKING:
+    from rlx_mlir.builder import Tensor
+    from rlx_mlir.transforms.autodiff import VjpContext
+    from rlx_mlir.transforms.jvp import JvpContext
+    from rlx_mlir.transforms.vmap import VmapContext
+
+
+def _check_like(op_name: str, x: TensorType, dy: TensorType) -> tuple[str, tuple[int, ...]]:
+    dtype = expect_float_x(op_name, x)
+    if dy != x:
+        raise ShapeError(f"dy must have the type of x ({x}), got {dy}")
+    return dtype, shape_of(x)
+
+
+@irdl_op_definition
+class FakeQuantizeBackwardOp(RlxOp):
+    """``dx`` of ``rlx.fake_quantize`` for its ``ste`` (SPEC 3.9), with the forward scale."""
+
+    name = "rlx.fake_quantize_backward"
+    x = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    scale = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {
+        "bits": BITS_DOC, "axis": AXIS_DOC,
+        "ste": "string, default identity: " + "|".join(STES),
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, dy, *scale = types
+        dtype, shape = _check_like(cls.name, x, dy)
+        q_max(attrs)
+        check_ste(attrs)
+        if scale:
+            check_channel_operand(scale[0], shape, channel_axis(attrs, shape), "scale", dtype)
+        return [x]
+
+
+class LsqBackwardBase(RlxOp):
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    dy = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {"bits": BITS_DOC, "axis": AXIS_DOC}
+    RESULT: ClassVar[str] = "x"
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, scale, dy = types
+        dtype, shape = _check_like(cls.name, x, dy)
+        q_max(attrs)
+        check_channel_operand(scale, shape, channel_axis(attrs, shape), "scale", dtype)
+        return [x if cls.RESULT == "x" else scale]
+
+
+@irdl_op_definition
+class FakeQuantizeLsqBackwardXOp(LsqBackwardBase):
+    """``dx = dy [|x / s| <= q]`` (SPEC 3 row 27)."""
+
+    name = "rlx.fake_quantize_lsq_backward_x"
+
+
+@irdl_op_definition
+class FakeQuantizeLsqBackwardScaleOp(LsqBackwardBase):
+    """``ds[c] = sum psi(x / s) dy`` over channel c (SPEC 3 row 28; no gradient scale)."""
+
+    name = "rlx.fake_quantize_lsq_backward_scale"
+    RESULT: ClassVar[str] = "scale"
+
+
+OPS = [FakeQuantizeBackwardOp, FakeQuantizeLsqBackwardXOp, FakeQuantizeLsqBackwardScaleOp]
+
+
+# ---------------------------------------------------------------- interpreter
+
+
+def ste_factor(ste: str, x: np.ndarray, s: np.ndarray, qmax: int) -> np.ndarray:
+    """``dx / dy`` of each straight-through estimate."""
+    if ste == "clipped_identity":
+        return (np.abs(x) <= qmax * s).astype(x.dtype)
+    if ste == "tanh":
+        return (1 - np.tanh(x / s) ** 2).astype(x.dtype)
+    if ste == "hard_tanh":
+        return np.maximum(0, 1 - np.abs(x) / (qmax * s)).astype(x.dtype)
+    return np.ones_like(x)
+
+
+@INTERPRET.register(FakeQuantizeBackwardOp)
+def _interpret_backward(op: RlxOp, x: np.ndarray, dy: np.ndarray,
+                        scale: np.ndarray | None = None) -> np.ndarray:
+    attrs = op.py_attrs()
+    s = op_scale(op, x, scale)
+    return (dy * ste_factor(check_ste(attrs), x, s, q_max(attrs))).astype(x.dtype)
+
+
+def _lsq_z(op: RlxOp, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    axis = channel_axis(op.py_attrs(), x.shape)
+    return x / np.maximum(as_channels(scale, x.shape, axis), x.dtype.type(MIN_SCALE))
+
+
+@INTERPRET.register(FakeQuantizeLsqBackwardXOp)
+def _interpret_lsq_x(op: RlxOp, x, scale, dy) -> np.ndarray:
+    inside = np.abs(_lsq_z(op, x, scale)) <= q_max(op.py_attrs())
+    return (dy * inside).astype(x.dtype)
+
+
+@INTERPRET.register(FakeQuantizeLsqBackwardScaleOp)
+def _interpret_lsq_scale(op: RlxOp, x, scale, dy) -> np.ndarray:
+    qmax, z = q_max(op.py_attrs()), _lsq_z(op, x, scale)
+    psi = np.where(np.abs(z) <= qmax, round_half_away(z) - z, np.sign(z) * qmax)
+    axis = channel_axis(op.py_attrs(), x.shape)
+    others = tuple(i for i in range(x.ndim) if i != axis)
+    return np.sum(psi * dy, axis=others).reshape(scale.shape).astype(scale.dtype)
+
+
+# ---------------------------------------------------------------- VJP / JVP (linear in dy)
+
+
+def _attrs(op: RlxOp) -> dict[str, Any]:
+    return op.py_attrs()
+
+
+@VJP.register(FakeQuantizeBackwardOp)
+def _vjp_backward(ctx: VjpContext, op: RlxOp, g: Tensor) -> list[Tensor | None]:
+    x, _, *scale = ctx.inputs(op)
+    dy = ctx.b.fake_quantize_backward(x, g, *scale, **_attrs(op))
+    return [None, dy, *([None] * len(scale))]
+
+
+@VJP.register(FakeQuantizeLsqBackwardXOp)
+def _vjp_lsq_x(ctx: VjpContext, op: RlxOp, g: Tensor) -> list[Tensor | None]:
+    x, scale, _ = ctx.inputs(op)
+    return [None, None, ctx.b.fake_quantize_lsq_backward_x(x, scale, g, **_attrs(op))]
+
+
+@VJP.register(FakeQuantizeLsqBackwardScaleOp)
+def _vjp_lsq_scale(ctx: VjpContext, op: RlxOp, g: Tensor) -> list[Tensor | None]:
+    """``ds = sum psi dy``: dy gets ``psi g`` (g broadcast over the channel's elements)."""
+    x, scale, _ = ctx.inputs(op)
+    keep = keep_dims_shape(x.shape, channel_axis(op.py_attrs(), x.shape))
+    return [None, None, lsq_psi(x, scale.reshape(keep), q_max(op.py_attrs())) * g.reshape(keep)]
+
+
+@JVP.register(*OPS)
+def _jvp_linear_in_dy(ctx: JvpContext, op: RlxOp, *tangents) -> list[Tensor | None]:
+    dy_index = 1 if isinstance(op, FakeQuantizeBackwardOp) else 2
+    t = tangents[dy_index]
+    if t is None:
+        return [None]
+    operands = list(ctx.inputs(op))
+    operands[dy_index] = t
+    return [ctx.b.emit(op.name.removeprefix("rlx."), *operands, **_attrs(op))]
+
+
+@VMAP.register(FakeQuantizeLsqBackwardScaleOp)
+def _vmap_lsq_scale(ctx: VmapContext, op: RlxOp, xs, batched) -> list[Tensor]:
+    """A sum over each example's elements: once per example."""
+    return ctx.unroll(op, xs, batched)
+
+
+@VMAP.register(FakeQuantizeBackwardOp, FakeQuantizeLsqBackwardXOp)
+def _vmap_backward(ctx: VmapContext, op: RlxOp, xs, batched) -> list[Tensor]:
+    """As the forward ops: the scale is per example when its operand is batched (or, with
+    no scale operand, when x is)."""
+    scale_index, dy_index = (2, 1) if isinstance(op, FakeQuantizeBackwardOp) else (1, 2)
+    per_example = batched[scale_index] if len(xs) > scale_index else batched[0]
+    axis = op.attr("axis")
+    if per_example and axis is not None:
+        return ctx.unroll(op, xs, batched)
+    if per_example:
+        lifted = ctx.lift_all(xs, batched)
+        if len(lifted) > scale_index:
+            lifted[scale_index] = lifted[scale_index].reshape((ctx.size,))
+        return ctx.emit_like(op, lifted, axis=0)
+    rank = len(shape_of(op.operands[0].type))
+    moved = {} if axis is None else {"axis": axis % rank + 1}
+    operands = [ctx.lift(x, b) if i in (0, dy_index) else x
+                for i, (x, b) in enumerate(zip(xs, batched, strict=True))]
+    return ctx.emit_like(op, operands, **moved)
+
+
+# ---------------------------------------------------------------- lowering
+
+
+def _ste_body(ste: str, qmax: int):
+    def body(s: Any, v: Any, g: Any, sc: Any) -> Any:
+        if ste == "clipped_identity":
+            return s.select(s.cmp("le", s.abs(v), s.mul(sc, float(qmax))), g, 0.0)
+        if ste == "tanh":
+            t = s.tanh(s.div(v, sc))
+            return s.mul(g, s.sub(1.0, s.mul(t, t)))
+        if ste == "hard_tanh":
+            return s.mul(g, s.max(s.sub(1.0, s.div(s.abs(v), s.mul(sc, float(qmax)))), 0.0))
+        return g
+
+    return body
+
+
+@LOWER.register(FakeQuantizeBackwardOp)
+def _lower_backward(op: RlxOp, e: Any, x: Any, dy: Any, scale: Any | None = None) -> Any:
+    attrs = op.py_attrs()
+    qmax = q_max(attrs)
+    s_full = lower_scale(e, x, scale, channel_axis(attrs, shape_of(x.type)), qmax)
+    return e.elementwise([x, dy, s_full], x.type.element_type, _ste_body(check_ste(attrs), qmax))
+
+
+def _lsq_parts(op: RlxOp, e: Any, x: Any, scale: Any):
+    attrs = op.py_attrs()
+    axis = channel_axis(attrs, shape_of(x.type))
+    return q_max(attrs), axis, lower_scale(e, x, scale, axis, q_max(attrs))
+
+
+@LOWER.register(FakeQuantizeLsqBackwardXOp)
+def _lower_lsq_x(op: RlxOp, e: Any, x: Any, scale: Any, dy: Any) -> Any:
+    qmax, _, s_full = _lsq_parts(op, e, x, scale)
+    return e.elementwise([x, dy, s_full], x.type.element_type, lambda s, v, g, sc: s.select(
+        s.cmp("le", s.abs(s.div(v, sc)), float(qmax)), g, 0.0))
+
+
+@LOWER.register(FakeQuantizeLsqBackwardScaleOp)
+def _lower_lsq_scale(op: RlxOp, e: Any, x: Any, scale: Any, dy: Any) -> Any:
+    qmax, axis, s_full = _lsq_parts(op, e, x, scale)
+
+    def psi_dy(s: Any, v: Any, g: Any, sc: Any) -> Any:
+        z = s.div(v, sc)
+        inside = s.sub(quantized_level(s, v, sc, qmax), z)  # round(z) - z where |z| <= q
+        outside = s.copysign(float(qmax), z)
+        return s.mul(s.select(s.cmp("le", s.abs(z), float(qmax)), inside, outside), g)
+
+    terms = e.elementwise([x, dy, s_full], x.type.element_type, psi_dy)
+    shape = shape_of(x.type)
+    summed = e.reduce(terms, [i for i in range(len(shape)) if i != axis], 0.0,
+                      lambda s, v, acc: s.add(v, acc))
+    return e.reshape(summed, shape_of(op.results[0].type))

@@ -1,0 +1,121 @@
+"""Quantization: int8 quantize/dequantize and fake quantization for quantization-aware
+training (ops in :mod:`rlx_mlir.dialects.quant`, SPEC 2.3.1).
+
+Scales and zero points are numbers (one per tensor) or ``[C]`` arrays / tensors along
+``axis``; rounding is half away from zero::
+
+    w_q = rlx.quant.fake_quantize(w, bits=4, axis=1, ste="clipped_identity")  # QAT
+    y = rlx.quant.fake_quantize_lsq(x, step)          # a learnable step size (LSQ)
+    q = rlx.quant.quantize(x, 0.05, zero_point=3)      # int8 for inference
+    x_hat = rlx.quant.dequantize(q, 0.05, zero_point=3)
+
+Called outside a trace on numpy arrays, they run at once (as ``rlx.nn`` functions do).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rlx_mlir.builder import Tensor, _user_location
+from rlx_mlir.diagnostics import RlxError, loc_from_attr
+from rlx_mlir.nn import _axis, _eager
+
+_FLOATS = ("f32", "f64")
+
+
+def _error(message: str) -> RlxError:
+    return RlxError(message, loc=loc_from_attr(_user_location()))
+
+
+def _float_input(caller: str, x: Any) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise _error(f"{caller}: expected a tensor or numpy array, got {type(x).__name__}")
+    if x.dtype not in _FLOATS:
+        raise _error(f"{caller}: expected an f32 or f64 array, got {x.dtype} (cast it first)")
+    return x
+
+
+def _per_channel(caller: str, value: Any, like: Tensor, axis: int | None, dtype: str,
+                 what: str) -> Tensor:
+    """``value`` as a tensor of ``dtype``: a number (per tensor) or ``[C]``."""
+    if isinstance(value, Tensor):
+        tensor = value if value.dtype == dtype else value.astype(dtype)
+    else:
+        from rlx_mlir.dialects.base import NUMPY_DTYPES
+
+        tensor = like.builder.constant(np.asarray(value, NUMPY_DTYPES[dtype]))
+    want = [()] if axis is None else [(like.shape[axis],)]
+    if axis is None and tensor.shape == (1,):
+        return tensor
+    if tensor.shape not in want:
+        shape = "a number" if axis is None else f"[{like.shape[axis]}] (the extent of axis {axis})"
+        raise _error(f"{caller}: {what} must be {shape}, got shape {list(tensor.shape)}")
+    return tensor
+
+
+def _channel(caller: str, x: Tensor, axis: int | None) -> int | None:
+    return None if axis is None else _axis(axis, x.ndim, caller)
+
+
+def _bits(caller: str, bits: Any) -> int:
+    if bits not in (8, 4, 2) or isinstance(bits, bool):
+        raise _error(f"{caller}: bits must be 8, 4 or 2, got {bits!r}")
+    return int(bits)
+
+
+def quantize(x: Tensor, scale: Any, zero_point: Any = 0, axis: int | None = None) -> Tensor:
+    """``clamp(round(x / scale) + zero_point, -128, 127)`` as an i8 tensor (no gradient)."""
+    x = _float_input("quantize", x)
+    a = _channel("quantize", x, axis)
+    s = _per_channel("quantize", scale, x, a, x.dtype, "scale")
+    zp = _per_channel("quantize", zero_point, x, a, "i32", "zero_point")
+    if s.shape != zp.shape:
+        zp = zp.reshape(s.shape) if zp.size == s.size else zp
+    return x.builder.quantize(x, s, zp, axis=a)
+
+
+def dequantize(q: Tensor, scale: Any, zero_point: Any = 0, axis: int | None = None,
+               dtype: str = "f32") -> Tensor:
+    """``(q - zero_point) * scale`` of an i8 tensor, as ``dtype``."""
+    if not isinstance(q, Tensor) or q.dtype != "i8":
+        got = q.dtype if isinstance(q, Tensor) else type(q).__name__
+        raise _error(f"dequantize: expected an i8 tensor or array, got {got}")
+    if dtype not in _FLOATS:
+        raise _error(f"dequantize: dtype must be f32 or f64, got {dtype!r}")
+    a = _channel("dequantize", q, axis)
+    s = _per_channel("dequantize", scale, q, a, dtype, "scale")
+    zp = _per_channel("dequantize", zero_point, q, a, "i32", "zero_point")
+    if s.shape != zp.shape:
+        zp = zp.reshape(s.shape) if zp.size == s.size else zp
+    return q.builder.dequantize(q, s, zp, axis=a)
+
+
+def fake_quantize(x: Tensor, bits: int = 8, axis: int | None = None, ste: str = "identity",
+                  scale: Any = None) -> Tensor:
+    """Symmetric quantise-dequantise to ``2^bits - 1`` levels with the per-batch scale
+    ``max|x| / (2^(bits-1) - 1)`` (per channel along ``axis``), or ``scale`` when given;
+    its gradient is the straight-through estimate ``ste``: ``identity``,
+    ``clipped_identity``, ``tanh`` or ``hard_tanh``."""
+    x = _float_input("fake_quantize", x)
+    a = _channel("fake_quantize", x, axis)
+    if ste not in ("identity", "clipped_identity", "tanh", "hard_tanh"):
+        raise _error(f"fake_quantize: ste must be identity, clipped_identity, tanh or "
+                     f"hard_tanh, got {ste!r}")
+    operands = [x] if scale is None else [
+        x, _per_channel("fake_quantize", scale, x, a, x.dtype, "scale")]
+    return x.builder.fake_quantize(*operands, bits=_bits("fake_quantize", bits), axis=a, ste=ste)
+
+
+def fake_quantize_lsq(x: Tensor, scale: Any, bits: int = 8, axis: int | None = None) -> Tensor:
+    """Quantise-dequantise with a learnable step ``scale`` (LSQ): ``grad`` flows to ``x``
+    inside the range and to ``scale`` (``round(x/s) - x/s``, or ``+-q`` outside)."""
+    x = _float_input("fake_quantize_lsq", x)
+    a = _channel("fake_quantize_lsq", x, axis)
+    s = _per_channel("fake_quantize_lsq", scale, x, a, x.dtype, "scale")
+    return x.builder.fake_quantize_lsq(x, s, bits=_bits("fake_quantize_lsq", bits), axis=a)
+
+
+quantize, dequantize, fake_quantize, fake_quantize_lsq = (
+    _eager(f) for f in (quantize, dequantize, fake_quantize, fake_quantize_lsq))

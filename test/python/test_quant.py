@@ -1,0 +1,166 @@
+"""rlx.quant: int8 quantize/dequantize and fake quantization (SPEC 2.3.1, 3.9): native
+code against the interpreter and numpy formulas, torch's fake quantization, the LSQ
+paper's step-size gradient, straight-through estimates, vmap and jvp."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import rlx_mlir as rlx
+
+STES = ["identity", "clipped_identity", "tanh", "hard_tanh"]
+
+
+def _x(shape=(6, 5), seed=0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _native_and_interpreted(fn, *args):
+    traced = rlx.jit(fn).lower(*args)
+    outs = rlx.interpret(traced.module, *args, entry=traced.name)
+    return rlx.jit(fn)(*args), outs[0]
+
+
+def _round(z):
+    return np.sign(z) * np.floor(np.abs(z) + 0.5)
+
+
+def test_quantize_and_dequantize_per_tensor_and_channel():
+    x = _x() * 3
+    q, interpreted = _native_and_interpreted(lambda x: rlx.quant.quantize(x, 0.02, 3), x)
+    expected = np.clip(_round(x / np.float32(0.02)) + 3, -128, 127).astype(np.int8)
+    assert q.dtype == np.int8 and np.array_equal(q, expected)
+    assert np.array_equal(interpreted, expected)
+    scale = np.array([0.01, 0.02, 0.03, 0.04, 0.05], np.float32)
+    zp = np.array([0, 1, -1, 2, -128], np.int32)
+    back, interpreted = _native_and_interpreted(
+        lambda x: rlx.quant.dequantize(rlx.quant.quantize(x, scale, zp, axis=1), scale, zp,
+                                       axis=1), x)
+    levels = np.clip(_round(x / scale) + zp, -128, 127)
+    np.testing.assert_allclose(back, (levels - zp) * scale, rtol=1e-6)
+    np.testing.assert_array_equal(back, interpreted)
+
+
+@pytest.mark.parametrize("bits", [8, 4, 2])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_fake_quantize_matches_torch(bits, axis):
+    """PerBatch scale ``max|x| / q``; torch rounds half to even, which no value here hits."""
+    x = _x()
+    qmax = 2 ** (bits - 1) - 1
+    got, interpreted = _native_and_interpreted(
+        lambda x: rlx.quant.fake_quantize(x, bits=bits, axis=axis), x)
+    if axis is None:
+        scale = float(np.abs(x).max() / qmax)
+        expected = torch.fake_quantize_per_tensor_affine(torch.tensor(x), scale, 0, -qmax, qmax)
+    else:
+        scale = np.abs(x).max(axis=1 - axis) / qmax
+        expected = torch.fake_quantize_per_channel_affine(
+            torch.tensor(x), torch.tensor(scale), torch.zeros(x.shape[axis], dtype=torch.int32),
+            axis, -qmax, qmax)
+    np.testing.assert_allclose(got, expected.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(got, interpreted)
+    assert len(np.unique(got)) <= 2 * qmax + 1 if axis is None else True
+
+
+@pytest.mark.parametrize("ste", STES)
+@pytest.mark.parametrize("axis", [None, 1])
+def test_straight_through_estimates(ste, axis):
+    """SPEC 3.9's dx for each ste, with the forward (per-batch) scale."""
+    x, dy = _x(), _x(seed=1)
+    qmax = 7
+    scale = np.abs(x).max(axis=None if axis is None else 0, keepdims=axis is not None) / qmax
+    factor = {"identity": np.ones_like(x), "clipped_identity": np.abs(x) <= qmax * scale,
+              "tanh": 1 - np.tanh(x / scale) ** 2,
+              "hard_tanh": np.maximum(0, 1 - np.abs(x) / (qmax * scale))}[ste]
+    grad = rlx.jit(rlx.grad(lambda x: (rlx.quant.fake_quantize(
+        x, bits=4, axis=axis, ste=ste) * dy).sum()))(x)
+    np.testing.assert_allclose(grad, dy * factor, rtol=1e-5, atol=1e-6)
+    _, tangent = rlx.jvp(lambda x: rlx.quant.fake_quantize(x, bits=4, axis=axis, ste=ste),
+                         (x,), (dy,))
+    np.testing.assert_allclose(tangent, dy * factor, rtol=1e-5, atol=1e-6)
+
+
+def test_fixed_scale_is_used_forward_and_backward():
+    x = _x() * 4
+    y = rlx.jit(lambda x: rlx.quant.fake_quantize(x, bits=8, scale=0.05,
+                                                  ste="clipped_identity"))(x)
+    np.testing.assert_allclose(y, np.clip(_round(x / np.float32(0.05)), -127, 127) * 0.05,
+                               rtol=1e-6)
+    g = rlx.grad(lambda x: rlx.quant.fake_quantize(x, bits=8, scale=0.05,
+                                                   ste="clipped_identity").sum())(x)
+    np.testing.assert_array_equal(g, (np.abs(x) <= 127 * np.float32(0.05)).astype(np.float32))
+
+
+@pytest.mark.parametrize("axis", [None, 1])
+def test_lsq_gradients_follow_the_paper(axis):
+    """LSQ (Esser et al.): dx = dy [|z| <= q]; ds = sum dy (round(z) - z) inside, sign(z) q
+    outside, z = x / s. PyTorch's learnable fake quantize masks by the rounded level, so
+    it differs for |z| in (q, q + 1/2); the forward values agree."""
+    x = _x() * 2
+    step = np.float32(0.3) if axis is None else np.linspace(0.1, 0.5, 5).astype(np.float32)
+
+    def loss(x, s):
+        return (rlx.quant.fake_quantize_lsq(x, s, bits=4, axis=axis) ** 2).sum()
+
+    gx, gs = rlx.jit(rlx.grad(loss, argnums=(0, 1)))(x, step)
+    z = x / step
+    y = np.clip(_round(z), -7, 7) * step
+    inside = np.abs(z) <= 7
+    np.testing.assert_allclose(gx, 2 * y * inside, rtol=1e-5, atol=1e-6)
+    psi = np.where(inside, _round(z) - z, np.sign(z) * 7) * 2 * y
+    np.testing.assert_allclose(gs, psi.sum() if axis is None else psi.sum(axis=0), rtol=1e-4)
+    if axis is None:
+        torch_y = torch._fake_quantize_learnable_per_tensor_affine(
+            torch.tensor(x), torch.tensor([0.3]), torch.tensor([0.0]), -7, 7, 1.0)
+        np.testing.assert_allclose(rlx.quant.fake_quantize_lsq(x, step, bits=4),
+                                   torch_y.numpy(), rtol=1e-6)
+
+
+def test_vmap_keeps_per_example_scales():
+    xs = _x((3, 6, 5))
+    for axis in (None, 1):
+        fq = lambda x, axis=axis: rlx.quant.fake_quantize(x, bits=4, axis=axis, ste="tanh")
+        batched = rlx.vmap(fq)(xs)
+        np.testing.assert_array_equal(batched, np.stack([fq(x) for x in xs]))
+        g = rlx.grad(lambda x, fq=fq: (fq(x) ** 2).sum())
+        np.testing.assert_allclose(rlx.vmap(g)(xs), np.stack([g(x) for x in xs]), rtol=1e-6)
+    steps = np.array([0.1, 0.2, 0.3], np.float32)
+    g = rlx.grad(lambda x, s: (rlx.quant.fake_quantize_lsq(x, s, bits=4) ** 2).sum(), argnums=1)
+    np.testing.assert_allclose(rlx.vmap(g)(xs, steps),
+                               [g(x, s) for x, s in zip(xs, steps, strict=True)], rtol=1e-6)
+
+
+def test_qat_training_reduces_the_loss():
+    """A linear model trained through 4-bit fake-quantized weights (clipped STE)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((64, 8)).astype(np.float32)
+    y = x @ rng.standard_normal((8, 2)).astype(np.float32)
+
+    def loss(w):
+        wq = rlx.quant.fake_quantize(w, bits=4, axis=1, ste="clipped_identity")
+        return ((x @ wq - y) ** 2).mean()
+
+    step = rlx.jit(lambda w: w - 0.05 * rlx.grad(loss)(w))
+    w = np.zeros((8, 2), np.float32) + 0.01
+    first = float(rlx.jit(loss)(w))
+    for _ in range(100):
+        w = step(w)
+    assert float(rlx.jit(loss)(w)) < 0.2 * first  # 4-bit weights keep a noise floor
+    levels = rlx.quant.fake_quantize(w, bits=4, axis=1)
+    assert all(len(np.unique(levels[:, c])) <= 15 for c in range(2))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: rlx.quant.fake_quantize(_x(), bits=3), "bits must be 8, 4 or 2"),
+    (lambda: rlx.quant.fake_quantize(_x(), ste="sigmoid"), "ste must be identity"),
+    (lambda: rlx.quant.quantize(_x(), np.ones(4, np.float32), axis=1),
+     r"scale must be \[5\] \(the extent of axis 1\)"),
+    (lambda: rlx.quant.quantize(_x().astype(np.int32), 0.1), "expected an f32 or f64 array"),
+    (lambda: rlx.quant.dequantize(_x(), 0.1), "expected an i8 tensor"),
+    (lambda: rlx.quant.fake_quantize_lsq(_x(), 0.1, axis=2), "axis 2 is out of range"),
+])
+def test_errors_are_located(call, message):
+    with pytest.raises(rlx.RlxError, match=message):
+        call()
