@@ -47,6 +47,7 @@ from rlx_mlir.dialects.base import (
     HALF_DTYPES,
     INT_DTYPES,
     NUMPY_DTYPES,
+    REAL_FLOAT_DTYPES,
     REAL_OF,
     STORAGE_DTYPES,
     dtype_of,
@@ -179,6 +180,11 @@ class Tensor:
             return self.astype(_float_for(other)), other
         if self.dtype == "i1" and np.asarray(other).dtype.kind in "iu":
             return self.astype(_integer_for(other)), other  # (x > 0) * 2 is an integer
+        if self.dtype in HALF_DTYPES and isinstance(other, (np.ndarray, np.generic)) and \
+                is_real_float(other.dtype):  # numpy floats are not weak for JAX: bf16 + f32
+            wider = _float_result(self.dtype, min(_dtype_name(other.dtype), "f32",
+                                                  key=_FLOAT_RANK.__getitem__))
+            return self.astype(wider), other
         return self, other
 
     def _operands(self, other: Any) -> tuple[Tensor, Tensor]:
@@ -373,7 +379,7 @@ class Tensor:
             return self
         if {name, self.dtype} & set(COMPLEX_DTYPES):
             return _complex_cast(self, name)
-        truncate = self.dtype in ("f32", "f64") and name in ("i32", "i64")
+        truncate = self.dtype in REAL_FLOAT_DTYPES and name in ("i8", "i32", "i64")
         return self.builder.cast(_trunc(self) if truncate else self, name)
 
     @property
@@ -439,7 +445,7 @@ class Tensor:
 
     def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
         """numpy's ``var`` (``ddof=1``: the unbiased estimate); integers average as f32."""
-        x = self.astype("f32") if self.dtype not in ("f32", "f64") else self
+        x = self.astype("f32") if self.dtype not in REAL_FLOAT_DTYPES else self
         centred = x - x.mean(axis, keepdims=True)
         count = int(np.prod([x.shape[a] for a in _axes_of(axis, x.ndim)]))
         return (centred * centred).sum(axis, keepdims=keepdims) / float(max(count - ddof, 0))
@@ -777,7 +783,8 @@ class Builder:
             raise RlxError(f"cannot use the complex constant {shown} as {dtype}: its "
                            "imaginary part would be lost (rlx does not promote real "
                            "tensors to complex)", loc=loc_from_attr(_user_location()))
-        array = np.asarray(value, dtype=NUMPY_DTYPES[dtype] if dtype else None)
+        with np.errstate(over="ignore"):  # f16_tensor + 1e6 is inf, as numpy's f16
+            array = np.asarray(value, dtype=NUMPY_DTYPES[dtype] if dtype else None)
         if array.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
             array = array.astype(np.float32)
         if array.dtype.kind == "c":  # rlx.complex of two real constants

@@ -22,6 +22,7 @@ import numpy as np
 from rlx_mlir.builder import Builder, Tensor, _floor, _user_location, innermost
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
 from rlx_mlir.dialects.base import NUMPY_DTYPES as _NUMPY_OF
+from rlx_mlir.dialects.base import REAL_FLOAT_DTYPES
 
 
 def _b(*xs: Tensor | None) -> Builder:
@@ -130,12 +131,12 @@ def log1p(x: Tensor) -> Tensor:
 
 def floor(x: Tensor) -> Tensor:
     """The largest integer ``<= x`` (integers as they are); a zero gradient, as JAX's."""
-    return _floor(x) if x.dtype in ("f32", "f64") else x
+    return _floor(x) if x.dtype in REAL_FLOAT_DTYPES else x
 
 
 def ceil(x: Tensor) -> Tensor:
     """The smallest integer ``>= x``; a zero gradient."""
-    return -_floor(-x) if x.dtype in ("f32", "f64") else x
+    return -_floor(-x) if x.dtype in REAL_FLOAT_DTYPES else x
 
 
 def sign(x: Tensor) -> Tensor:
@@ -298,7 +299,7 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
 
     >>> values, ids = rlx.nn.top_k(logits, 5)               # doctest: +SKIP
     """
-    if not isinstance(x, Tensor) or x.ndim == 0 or x.dtype not in ("f32", "f64", "i32", "i64"):
+    if not isinstance(x, Tensor) or x.ndim == 0 or x.dtype not in (*REAL_FLOAT_DTYPES, "i32", "i64"):
         what = f"{x.dtype}{list(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
         raise RlxError(f"top_k takes a real or integer tensor of rank >= 1; got {what}",
                        loc=loc_from_attr(_user_location()))
@@ -308,7 +309,7 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 1 <= k <= d:
         raise RlxError(f"top_k: k must be an int in [1, {d}] (the last axis); got {k!r}",
                        loc=loc_from_attr(_user_location()))
-    floating = x.dtype in ("f32", "f64")
+    floating = x.dtype in REAL_FLOAT_DTYPES
     lowest = -np.inf if floating else np.iinfo(_NUMPY_OF[x.dtype]).min
     # JAX's total order puts -0.0 below +0.0: a -0.0 loses a tie with a +0.0
     negative_zero = ((x == 0) & (1.0 / x < 0)) if floating else None
@@ -364,10 +365,11 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
     b = _b(*xs)
     dtypes = {x.dtype for x in xs if isinstance(x, Tensor)}
     inexact = dtypes & {"f32", "f64", "f16", "bf16", "c64", "c128"}
-    if len(inexact) > 1:  # f32 with f64 is f64, real with complex complex: as the operators
+    if inexact and (len(inexact) > 1 or len(dtypes) > 1):
+        # f32 with f64 is f64, real with complex complex, integers take the float: as the
+        # operators (and JAX)
         common = _common_inexact(inexact)
-        xs = [x.astype(common) if isinstance(x, Tensor) and x.dtype in inexact else x
-              for x in xs]
+        xs = [x.astype(common) if isinstance(x, Tensor) else x for x in xs]
     like = next(x for x in xs if isinstance(x, Tensor))
 
     def lifted(x):
@@ -885,6 +887,47 @@ def _run_eagerly(fn, array: np.ndarray):
     return unflatten(traced.out_tree, outs)
 
 
+# ---------------------------------------------------------------- half precision
+
+
+def _tensors(tree) -> list[Tensor]:
+    if isinstance(tree, Tensor):
+        return [tree]
+    if isinstance(tree, dict):
+        return [t for v in tree.values() for t in _tensors(v)]
+    if isinstance(tree, (list, tuple)):
+        return [t for v in tree for t in _tensors(v)]
+    return []
+
+
+def _map_tensors(tree, fn):
+    if isinstance(tree, Tensor):
+        return fn(tree)
+    if isinstance(tree, dict):
+        return {k: _map_tensors(v, fn) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)) and not hasattr(tree, "_fields"):
+        return type(tree)(_map_tensors(v, fn) for v in tree)
+    return tree
+
+
+def _half_in_f32(fn):
+    """``fn`` computed in f32 when its float tensors are all of one half dtype, its f32
+    results rounded back once (as PyTorch's fused kernels round once per call, not after
+    each op of the function's formula)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        floats = {t.dtype for t in _tensors((args, kwargs))} - {"i1", "i8", "i32", "i64"}
+        if len(floats) != 1 or next(iter(floats)) not in ("f16", "bf16"):
+            return fn(*args, **kwargs)
+        half = floats.pop()
+        args, kwargs = _map_tensors((args, kwargs),
+                                    lambda t: t.astype("f32") if t.dtype == half else t)
+        return _map_tensors(fn(*args, **kwargs),
+                            lambda t: t.astype(half) if t.dtype == "f32" else t)
+
+    return call
+
+
 for _name, _fn in list(globals().items()):
     if not _name.startswith("_") and inspect.isfunction(_fn) and _fn.__module__ == __name__:
-        globals()[_name] = _eager(_fn)
+        globals()[_name] = _eager(_half_in_f32(_fn))

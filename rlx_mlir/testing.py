@@ -40,15 +40,17 @@ from rlx_mlir.transforms.autodiff import (
     resolve_wrt,
 )
 
-_F32_TENSOR = re.compile(r"tensor<((?:\d+x)*)(f32|complex<f32>)>")
+_F32_TENSOR = re.compile(r"tensor<((?:\d+x)*)(f32|bf16|f16|complex<f32>)>")
 
 
 def promote_to_f64(module: ModuleOp | str) -> ModuleOp:
-    """A copy of ``module`` with every f32 tensor (values and constants) made f64; the ops
-    keep the source locations of ``module``'s (an error names the user's file)."""
+    """A copy of ``module`` with every f32, f16 and bf16 tensor (values and constants)
+    made f64 (c64: c128); the ops keep the source locations of ``module``'s (an error
+    names the user's file)."""
     text = module if isinstance(module, str) else to_text(module)
     promoted = parse(_F32_TENSOR.sub(
-        lambda m: f"tensor<{m[1]}{m[2].replace('f32', 'f64')}>", text))
+        lambda m: f"tensor<{m[1]}{'complex<f64>' if m[2].startswith('complex') else 'f64'}>",
+        text))
     if not isinstance(module, str):
         pairs = list(zip(module.walk(), promoted.walk(), strict=False))
         if all(a.name == b.name for a, b in pairs):

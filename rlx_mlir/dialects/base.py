@@ -75,6 +75,8 @@ FLOAT_DTYPES = ("f32", "f64")
 INT_DTYPES = ("i32", "i64")
 COMPLEX_DTYPES = ("c64", "c128")
 HALF_DTYPES = ("f16", "bf16")
+REAL_FLOAT_DTYPES = FLOAT_DTYPES + HALF_DTYPES
+"""Every real float dtype: the compute floats and the half-precision storage ones."""
 STORAGE_DTYPES = {"f16": "f32", "bf16": "f32", "i8": "i32"}
 """Storage-only dtypes and the dtype ops compute them in: only ``rlx.cast``, constants,
 control-flow carries and the quantization ops take them (the frontend casts around
@@ -429,7 +431,7 @@ __all__ = [
     "RlxOp", "ShapeError", "tensor", "shape_of", "dtype_of", "numpy_dtype", "to_attr",
     "from_attr", "norm_axis", "broadcast_shapes", "expect_rank", "expect_float",
     "expect_same_dtype", "expect_index", "require", "optional", "fmt_shape", "dense_attr",
-    "FLOAT_DTYPES", "HALF_DTYPES", "STORAGE_DTYPES", "INT_DTYPES", "DTYPES", "Float32Type", "Float64Type", "IntegerType",
+    "FLOAT_DTYPES", "HALF_DTYPES", "REAL_FLOAT_DTYPES", "STORAGE_DTYPES", "INT_DTYPES", "DTYPES", "Float32Type", "Float64Type", "IntegerType",
 ]
 
 

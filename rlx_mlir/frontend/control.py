@@ -17,9 +17,9 @@ operand of the op: a broadcast input of ``rlx.scan``, a captured operand of ``rl
 a value from above for ``rlx.while``; so ``grad`` differentiates it and ``vmap`` batches
 it. ``rlx.scan`` and ``rlx.while`` carry one tensor: a carry with several leaves (and
 scan's per-step outputs ``ys``) is packed into one 1-d vector, in f64 when the leaves'
-dtypes differ (exact for f32, f64, i32 and bool), and ``ys`` are read from the saved
-trajectory of that vector. Called outside any trace, each function is traced and
-compiled natively on the spot (like jax.lax outside ``jit``).
+dtypes differ (exact for f32, f64, f16, bf16, i8, i32 and bool), and ``ys`` are read
+from the saved trajectory of that vector. Called outside any trace, each function is
+traced and compiled natively on the spot (like jax.lax outside ``jit``).
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ class Spec:
         return int(np.prod(self.shape, dtype=np.int64))
 
 
-_WEAK_KINDS = {bool: ("i1",), int: ("i32", "i64", "f32", "f64"), float: ("f32", "f64", "c64", "c128")}
+_WEAK_KINDS = {bool: ("i1",), int: ("i8", "i32", "i64", "f32", "f64", "f16", "bf16"),
+               float: ("f32", "f64", "f16", "bf16", "c64", "c128")}
 
 
 def _spec(leaf: Any, like: str | None = None) -> Spec:
@@ -258,7 +259,7 @@ def _check_carry(caller: str, name: str, leaves: Sequence[Any], tree: TreeDef,
 # ---------------------------------------------------------------- packing
 
 
-_EXACT_IN_F64 = ("f32", "f64", "i1", "i32")
+_EXACT_IN_F64 = ("f32", "f64", "f16", "bf16", "i1", "i8", "i32")
 
 
 @dataclass(frozen=True)
@@ -282,7 +283,7 @@ class _Packing:
             return cls(tuple(specs), "c128")  # real leaves as the real parts
         raise _error(f"{caller}: the leaves of {what} have the dtypes {', '.join(dtypes)}; "
                      "rlx carries one tensor, so they are packed into one vector, which is "
-                     "exact for mixed f32, f64, i32, bool, c64 and c128 leaves only")
+                     "exact for mixed f32, f64, f16, bf16, i32, i8, bool, c64 and c128 leaves only")
 
     @property
     def single(self) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from rlx_mlir.builder import Tensor
-from rlx_mlir.dialects.base import NUMPY_DTYPES
+from rlx_mlir.dialects.base import NUMPY_DTYPES, REAL_FLOAT_DTYPES
 from rlx_mlir.frontend.tracing import (
     TreeDef,
     _active,
@@ -187,7 +187,7 @@ def _split_aux(out: Any, has_aux: bool, caller: str) -> tuple[Any, Any]:
 
 def _float_spec(leaf: Any, what: str, caller: str) -> Spec:
     shape, dtype = _spec(leaf)
-    if dtype not in ("f32", "f64"):
+    if dtype not in REAL_FLOAT_DTYPES:
         raise _error(f"{caller}: {what} must be a float array; got {dtype}")
     return shape, dtype
 

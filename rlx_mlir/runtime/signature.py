@@ -129,6 +129,9 @@ class Signature:
         array = np.asarray(value)
         if array.dtype != arg.dtype and array.dtype.newbyteorder("=") == arg.dtype:
             array = array.astype(arg.dtype)  # big-endian data: the same values, native order
+        if array.dtype.kind == "V" and array.dtype.itemsize == arg.dtype.itemsize == 2 and \
+                arg.dtype_name == "bf16" and array.dtype.names is None:
+            array = array.view(arg.dtype)  # np.save of bf16 loads back as raw 2-byte void
         if array.dtype != arg.dtype:
             if np.isscalar(value) or isinstance(value, (list, tuple)):
                 array = self._converted(arg, array)

@@ -301,6 +301,17 @@ def check_fft(ns: Scope, tmp: Path, out: str) -> None:
     np.testing.assert_allclose(ns["g"], 2 * low, atol=1e-5)
 
 
+def check_quant(ns: Scope, tmp: Path, out: str) -> None:
+    """QAT fits y through 15-level weights; int8 levels are round(w / 0.02)."""
+    w, x, y = ns["w"], ns["x"], ns["y"]
+    wq = ns["rlx"].quant.fake_quantize(w, bits=4, axis=1)
+    assert all(len(np.unique(wq[:, c])) <= 15 for c in range(2))
+    assert float(((x @ wq - y) ** 2).mean()) < 0.2 * float((y ** 2).mean())
+    expected = np.clip(np.sign(w / 0.02) * np.floor(np.abs(w / np.float32(0.02)) + 0.5),
+                       -128, 127)
+    np.testing.assert_array_equal(ns["q"], expected.astype(np.int8))
+
+
 Check = Callable[[Scope, Path, str], None]
 CHECKS: dict[str, Check] = {
     "getting-started.md:python0": check_first_jit,
@@ -310,7 +321,8 @@ CHECKS: dict[str, Check] = {
     "api.md:python3": check_random_keys,
     "api.md:python4": check_complex_grad,
     "api.md:python5": check_fft,
-    "api.md:python6": check_bf16,
+    "api.md:python6": check_quant,
+    "api.md:python7": check_bf16,
     "autodiff.md:python0": check_vjp_rule,
     "jvp-vmap.md:python0": check_jvp_rule,
     "jvp-vmap.md:python1": check_vmap_rules,

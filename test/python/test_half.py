@@ -72,7 +72,10 @@ def test_integer_casts(name, dtype, _):
     for got in _native_and_interpreted(lambda i: i.astype(name), ints):
         assert _same_bits(got, expected)
     h = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 300.75, 0.0], dtype)
-    for got in _native_and_interpreted(lambda a: a.astype("i32"), h):  # half away from 0
+    for got in _native_and_interpreted(lambda a: a.astype("i32"), h):  # truncates (numpy)
+        np.testing.assert_array_equal(got, np.trunc(h.astype(np.float32)))
+    rounded = _native_and_interpreted(lambda a: a.builder.cast(a, "i32"), h)  # rlx.cast
+    for got in rounded:  # the op rounds half away from zero (SPEC)
         np.testing.assert_array_equal(got, np.sign(h.astype(np.float32)) * np.floor(
             np.abs(h.astype(np.float32)) + 0.5))
     for got in _native_and_interpreted(lambda a: a.astype("i1"), h):
@@ -208,3 +211,74 @@ def test_half_inputs_are_checked_and_named():
     with pytest.raises(rlx.RlxError, match="draw f32 and round with .astype"):
         rlx.random.uniform(0, (2,), dtype="bf16")
     assert rlx.nn.one_hot(np.array([1, 0]), 3, dtype="bf16").dtype == BF16
+
+
+# ---------------------------------------------------------------- review regressions
+
+
+def test_rounding_functions_and_integer_casts_of_halves():
+    a = np.array([0.3, -0.3, 1.7, -2.2, 2.5], BF16)
+    np.testing.assert_array_equal(rlx.jit(rlx.nn.floor)(a), np.floor(a.astype(np.float32)))
+    np.testing.assert_array_equal(rlx.jit(rlx.nn.ceil)(a), np.ceil(a.astype(np.float32)))
+    h = np.array([2.7, -2.7, 0.5, 1.5], np.float16)
+    np.testing.assert_array_equal(rlx.jit(lambda a: a.astype("i32"))(h), h.astype(np.int32))
+    assert rlx.jit(lambda a: a.var())(np.ones(4, BF16)).dtype == BF16
+    values, ids = rlx.jit(lambda a: rlx.nn.top_k(a, 2))(np.array([1, 3, 2, 0], BF16))
+    assert values.dtype == BF16 and list(ids) == [1, 2]
+
+
+def test_control_flow_with_half_carries_and_python_numbers():
+    two = np.array(2.0, BF16)
+    assert rlx.jit(lambda a: rlx.cond(a > 0, lambda: a, lambda: 0.0))(two).dtype == BF16
+    assert float(rlx.jit(lambda a: rlx.fori_loop(0, 3, lambda i, c: 0.5, a))(two)) == 0.5
+    grown = rlx.jit(lambda n, a: rlx.fori_loop(0, n, lambda i, c: c * 2, a))(
+        np.int32(3), np.ones(3, BF16))
+    assert grown.dtype == BF16 and list(grown.astype(np.float32)) == [8, 8, 8]
+    count, doubled = rlx.jit(lambda a: rlx.while_loop(
+        lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 2), (0, a)))(np.ones(3, BF16))
+    assert int(count) == 3 and doubled.dtype == BF16
+    total, ys = rlx.jit(lambda xs: rlx.scan(lambda c, v: (c + v, c.astype("f32")),
+                                            xs[0], xs))(np.ones(4, BF16))
+    assert float(total) == 5.0 and list(ys) == [1, 2, 3, 4]
+
+
+def test_nn_functions_round_once_like_torch():
+    """A composite rlx.nn function computes in f32 and rounds its result once."""
+    x = np.random.default_rng(5).standard_normal(4096).astype(np.float32)
+    xt = torch.tensor(x).bfloat16()
+    for ours, theirs in [(rlx.nn.softplus, torch.nn.functional.softplus),
+                         (rlx.nn.elu, torch.nn.functional.elu),
+                         (lambda a: rlx.nn.log1p(rlx.nn.abs(a)), lambda a: torch.log1p(a.abs()))]:
+        got = rlx.jit(ours)(x.astype(BF16))
+        np.testing.assert_array_equal(got.astype(np.float32), theirs(xt).float().numpy())
+
+
+def test_numpy_float_operands_promote_as_in_jax():
+    ones = np.ones(2, BF16)
+    assert rlx.jit(lambda a: a + np.ones(2, np.float32))(ones).dtype == np.float32
+    assert rlx.jit(lambda a: a * np.float32(2))(ones).dtype == np.float32
+    assert rlx.jit(lambda a: a * np.ones(2, np.float16))(ones).dtype == np.float32
+    assert rlx.jit(lambda a, i: rlx.nn.concat([a, i]))(
+        ones, np.arange(2, dtype=np.int32)).dtype == BF16
+
+
+def test_jacobians_and_gradient_checks_take_halves():
+    jac = rlx.jacfwd(lambda x: rlx.nn.tanh(x))(np.ones(2, BF16))
+    assert jac.dtype == BF16 and jac.shape == (2, 2)
+    from rlx_mlir.testing import check_grads
+
+    for dtype in (BF16, np.float16):
+        traced = rlx.trace(lambda x: rlx.nn.tanh(x).astype("f32").sum(), (np.ones(3, dtype),))
+        assert check_grads(traced.module, traced.name).ok
+
+
+def test_saved_bf16_arrays_are_accepted(tmp_path):
+    """np.save of a bf16 array loads back as 2-byte void data."""
+    path = tmp_path / "x.npy"
+    np.save(path, np.array([1.5, 2.0, 3.0], BF16))
+    loaded = np.load(path)
+    assert loaded.dtype.kind == "V"
+    b = rlx.Builder("f")
+    x = b.input("x", (3,), "bf16")
+    b.ret(b.cast(x, "f32"))
+    np.testing.assert_array_equal(rlx.compile(b.module)(loaded)[0], [1.5, 2.0, 3.0])

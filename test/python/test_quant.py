@@ -121,7 +121,9 @@ def test_lsq_gradients_follow_the_paper(axis):
 def test_vmap_keeps_per_example_scales():
     xs = _x((3, 6, 5))
     for axis in (None, 1):
-        fq = lambda x, axis=axis: rlx.quant.fake_quantize(x, bits=4, axis=axis, ste="tanh")
+        def fq(x, axis=axis):
+            return rlx.quant.fake_quantize(x, bits=4, axis=axis, ste="tanh")
+
         batched = rlx.vmap(fq)(xs)
         np.testing.assert_array_equal(batched, np.stack([fq(x) for x in xs]))
         g = rlx.grad(lambda x, fq=fq: (fq(x) ** 2).sum())

@@ -16,7 +16,7 @@
 // TYPO: {{unknown pass or option '--autodif'|Unrecognized passes: \['autodif'\]}} (did you mean --autodiff?)
 // RUN: not rlx-run %s 2>&1 | FileCheck %s --check-prefix=TYPE
 // RUN: not rlx-opt %s --autodiff 2>&1 | FileCheck %s --check-prefix=TYPE
-// TYPE: options-and-types.mlir:[[@LINE+1]]:1: error: argument #0 of @f has element type f16, which rlx does not support (supported: f32, f64
-func.func @f(%x: tensor<2xf16>) -> tensor<2xf16> {
-  func.return %x : tensor<2xf16>
+// TYPE: options-and-types.mlir:[[@LINE+1]]:1: error: argument #0 of @f has element type f8E4M3FN, which rlx does not support (supported: f32, f64
+func.func @f(%x: tensor<2xf8E4M3FN>) -> tensor<2xf8E4M3FN> {
+  func.return %x : tensor<2xf8E4M3FN>
 }
