@@ -9,22 +9,32 @@ numpy: ``backward`` (1 forward, 1/N inverse), ``ortho`` (1/sqrt N both ways), ``
         : (tensor<8x64xcomplex<f32>>) -> tensor<8x64xcomplex<f32>>
 
 C64 is ``complex<f32>`` rather than RLX's interleaved or real-block f32 layouts (SPEC
-10.1). Native code runs a radix-2 Stockham FFT (one parallel loop per stage, log2 N of
-them, twiddles from a table computed in f64) when N is a power of two, the direct sum
+10.1). Native code runs a radix-2 Stockham FFT when N is a power of two, the direct sum
 for other N up to 16, and Bluestein's chirp-z convolution (two power-of-two FFTs of
-length >= 2N - 1) above, as SPEC 2.3.5's CPU kernel does. The transform is linear, so its VJP is the adjoint transform
+length >= 2N - 1) above, as SPEC 2.3.5's CPU kernel does. The Stockham stages work on
+separate real and imaginary f32/f64 planes, reading the two halves through affine maps,
+so they vectorize (complex element loops cannot); rows go through all stages in blocks
+that stay in L2, the blocks split over the threads. Twiddles are computed in f64. The transform is linear, so its VJP is the adjoint transform
 (the inverse direction, same scale: the ``dual`` norm) and its JVP the transform itself.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from xdsl.dialects import arith
+from xdsl.dialects import arith, func
 from xdsl.dialects import tensor as tensor_ops
-from xdsl.dialects.builtin import IndexType, IntegerAttr, TensorType
+from xdsl.dialects.builtin import (
+    ComplexType,
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    TensorType,
+    i64,
+)
 from xdsl.dialects.linalg.ops import IndexOp
 from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
@@ -144,31 +154,74 @@ def _scaled(s: Any, value: SSAValue, scale: float) -> SSAValue:
     return value if scale == 1.0 else s.mul(value, complex(scale, 0.0))
 
 
-def _stockham_stage(e: Any, a: SSAValue, half_span: int, tables, scale: float) -> SSAValue:
-    """One radix-2 stage (``half_span`` = Ns): ``out[m] = u +- v w`` with ``q = m mod
-    2Ns``, ``j = (m div 2Ns) Ns + q mod Ns``, ``u = a[j]``, ``v = a[j + N/2]``, ``w`` the
-    ``(q mod Ns) N / 2Ns``-th twiddle; ``+`` when ``q < Ns``."""
-    shape, etype = shape_of(a.type), a.type.element_type
-    rank, n = len(shape), shape[-1]
+def _split_parts(e: Any, x: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """The real and imaginary planes of a complex tensor (one two-result generic)."""
+    shape, part = shape_of(x.type), x.type.element_type.element_type
+    rank = len(shape)
+    outs = [e.empty(shape, part), e.empty(shape, part)]
+    op = e.generic([x], outs, [AffineMap.identity(rank)] * 3, ["parallel"] * rank,
+                   lambda s, z, _r, _i: [s.real(z), s.imag(z)])
+    return op.results[0], op.results[1]
 
-    def body(s: Any, _out: SSAValue) -> SSAValue:
-        m = s.emit(IndexOp(rank - 1))
-        span = _index(s, 2 * half_span)
-        q = s.emit(arith.RemUIOp(m, span))
-        k = s.emit(arith.RemUIOp(q, _index(s, half_span)))
-        j = s.emit(arith.AddiOp(s.emit(arith.MuliOp(s.emit(arith.DivUIOp(m, span)),
-                                                    _index(s, half_span))), k))
-        lead = [s.emit(IndexOp(d)) for d in range(rank - 1)]
-        u = s.emit(tensor_ops.ExtractOp(a, [*lead, j], etype))
-        v = s.emit(tensor_ops.ExtractOp(a, [*lead, s.emit(arith.AddiOp(j, _index(s, n // 2)))],
-                                        etype))
-        step = s.emit(arith.MuliOp(k, _index(s, n // (2 * half_span))))
-        t = s.mul(v, _twiddle(s, tables, step))
-        upper = s.emit(arith.CmpiOp(q, _index(s, half_span), "ult"))
-        return _scaled(s, s.select(upper, s.add(u, t), s.sub(u, t)), scale)
 
-    init = e.empty(shape, etype)
-    return e.generic([], [init], [AffineMap.identity(rank)], ["parallel"] * rank, body)
+def _joined(e: Any, re: SSAValue, im: SSAValue, scale: float) -> SSAValue:
+    return e.elementwise([re, im], ComplexType(re.type.element_type),
+                         lambda s, a, b: _scaled(s, s.make_complex(a, b), scale))
+
+
+def _regroup(e: Any, x: SSAValue, out_shape: Sequence[int], lead: int) -> SSAValue:
+    """Reshape that keeps the first ``lead`` dims and regroups the rest: an expand of the
+    last dim, or a collapse of the trailing dims into one (a strided slice stays a view)."""
+    from rlx_mlir.lowering.emitter import _reassociation
+
+    shape, etype = shape_of(x.type), x.type.element_type
+    expand = len(out_shape) > len(shape)
+    groups = [[i] for i in range(lead)]
+    groups.append(list(range(lead, len(out_shape) if expand else len(shape))))
+    cls = tensor_ops.ExpandShapeOp if expand else tensor_ops.CollapseShapeOp
+    props = {"static_output_shape": DenseArrayBase.from_list(i64, list(out_shape))}
+    op = cls.create(operands=[x], result_types=[TensorType(etype, list(out_shape))],
+                    properties={"reassociation": _reassociation(groups),
+                                **(props if expand else {})})
+    return e.emit(op)
+
+
+def _stockham_stage(e: Any, re: SSAValue, im: SSAValue, half_span: int, inverse: bool
+                    ) -> tuple[SSAValue, SSAValue]:
+    """One radix-2 stage on the planes (``Ns = half_span``, ``B = N / 2Ns``): with ``u`` the
+    first half and ``v`` the second viewed as ``[B, Ns]``, ``out[b, h, k] = u[b, k] +-
+    v[b, k] w[k]``, ``w[k] = exp(-+i pi k / Ns)``, ``+`` for ``h = 0``. Affine reads only,
+    so the loop vectorizes along ``k``."""
+    shape = shape_of(re.type)
+    lead, n = list(shape[:-1]), shape[-1]
+    blocks, part = n // (2 * half_span), dtype_of(re.type)
+
+    def halves(x: SSAValue) -> list[SSAValue]:
+        zeros = [0] * len(lead)
+        return [_regroup(e, e.extract_slice(x, [*zeros, start], [*lead, n // 2]),
+                         [*lead, blocks, half_span], len(lead)) for start in (0, n // 2)]
+
+    (ur, vr), (ui, vi) = halves(re), halves(im)
+    angle = np.pi * np.arange(half_span, dtype=np.float64) / half_span
+    dtype = NUMPY_DTYPES[part]
+    wr = e.constant(np.cos(angle).astype(dtype))
+    wi = e.constant(((1.0 if inverse else -1.0) * np.sin(angle)).astype(dtype))
+    sign = e.constant(np.array([1.0, -1.0], dtype))
+    rank = len(lead) + 3
+    dims = [AffineExpr.dimension(d) for d in range(rank)]
+    data = AffineMap(rank, 0, (*dims[:len(lead)], dims[-3], dims[-1]))
+    maps = [data] * 4 + [AffineMap(rank, 0, (dims[-1],))] * 2 + [
+        AffineMap(rank, 0, (dims[-2],))] + [AffineMap.identity(rank)] * 2
+    out_shape = [*lead, blocks, 2, half_span]
+    outs = [e.empty(out_shape, re.type.element_type) for _ in range(2)]
+
+    def body(s: Any, ur, ui, vr, vi, wr, wi, sg, _a, _b):
+        tr = s.sub(s.mul(vr, wr), s.mul(vi, wi))
+        ti = s.add(s.mul(vr, wi), s.mul(vi, wr))
+        return [s.add(ur, s.mul(sg, tr)), s.add(ui, s.mul(sg, ti))]
+
+    op = e.generic([ur, ui, vr, vi, wr, wi, sign], outs, maps, ["parallel"] * rank, body)
+    return tuple(_regroup(e, r, shape, len(lead)) for r in op.results)  # type: ignore[return-value]
 
 
 def _direct_dft(e: Any, x: SSAValue, tables, scale: float) -> SSAValue:
@@ -191,14 +244,47 @@ def _direct_dft(e: Any, x: SSAValue, tables, scale: float) -> SSAValue:
     return e.elementwise([summed], etype, lambda s, v: _scaled(s, v, scale))
 
 
-def _stockham(e: Any, x: SSAValue, inverse: bool, scale: float) -> SSAValue:
-    """The radix-2 transform of a power-of-two last axis: log2 N stage loops."""
+def _stockham_rows(e: Any, x: SSAValue, inverse: bool, scale: float) -> SSAValue:
+    """The radix-2 transform of a power-of-two last axis: split into real and imaginary
+    planes, log2 N stage loops on them (vectorized), joined (and scaled) again."""
     n = shape_of(x.type)[-1]
-    tables = _twiddles(e, n // 2, n, inverse, REAL_OF[dtype_of(x.type)])
-    stages = n.bit_length() - 1
-    for stage in range(stages):
-        x = _stockham_stage(e, x, 1 << stage, tables, scale if stage == stages - 1 else 1.0)
-    return x
+    re, im = _split_parts(e, x)
+    for stage in range(n.bit_length() - 1):
+        re, im = _stockham_stage(e, re, im, 1 << stage, inverse)
+    return _joined(e, re, im, scale)
+
+
+BLOCK_BYTES = 1 << 17
+"""Rows are transformed in blocks of about this many bytes of planes (L2-resident), so
+the log2 N stages of a block do not each stream the whole batch from memory."""
+
+
+def _row_block(rows: int, n: int, itemsize: int) -> int:
+    """The largest divisor of ``rows`` whose planes fit :data:`BLOCK_BYTES`."""
+    fit = max(1, BLOCK_BYTES // (2 * n * itemsize))
+    return max(d for d in range(1, min(rows, fit) + 1) if rows % d == 0)
+
+
+def _blocked(e: Any, x: SSAValue, width: int, rows_fn: Any) -> SSAValue:
+    """``rows_fn(emitter, block)`` on blocks of rows of ``x`` whose working planes
+    (``width`` wide) fit :data:`BLOCK_BYTES`, the blocks split over the threads."""
+    from rlx_mlir.lowering import forall as F
+    from rlx_mlir.lowering.schedules import num_threads
+
+    shape, ctype = shape_of(x.type), x.type.element_type
+    n, rows = shape[-1], math.prod(shape[:-1])
+    block = _row_block(rows, width, 4 if REAL_OF[dtype_of(x.type)] == "f32" else 8)
+    if block == rows or not isinstance(e.insert_point.block.parent_op(), func.FuncOp):
+        return rows_fn(e, x)
+    blocks = e.reshape(x, (rows // block, block, n))
+
+    def body(t: Any, ivs: Sequence[SSAValue]) -> list[tuple[SSAValue, list]]:
+        part = F.slice_of(t, blocks, [ivs[0], 0, 0], [1, block, n])
+        return [(rows_fn(t, part), [ivs[0], 0, 0])]
+
+    out = F.chunked_forall(e, num_threads(), [rows // block, 1],
+                           [e.empty([rows // block, block, n], ctype)], body)[0]
+    return e.reshape(out, shape)
 
 
 def _complex_table(e: Any, values: np.ndarray, part: str) -> tuple[SSAValue, SSAValue]:
@@ -212,13 +298,13 @@ def _times_table(e: Any, x: SSAValue, table: tuple[SSAValue, SSAValue]) -> SSAVa
                          lambda s, v, re, im: s.mul(v, s.make_complex(re, im)))
 
 
-def _bluestein(e: Any, x: SSAValue, inverse: bool, scale: float) -> SSAValue:
+def _bluestein_rows(e: Any, x: SSAValue, inverse: bool, scale: float) -> SSAValue:
     """Any N as a power-of-two convolution (chirp z): with ``w[n] = exp(-+i pi n^2 / N)``,
     ``y = w (conv(x w, conj w))[:N]``; the chirp's transform is computed here in f64, and
     ``n^2`` is reduced mod 2N first, so the angles stay exact."""
     shape = shape_of(x.type)
     n, part = shape[-1], REAL_OF[dtype_of(x.type)]
-    size = 1 << (2 * n - 2).bit_length()
+    size = _bluestein_size(n)
     sign = 1.0 if inverse else -1.0
     steps = np.arange(n, dtype=np.int64)
     chirp = np.exp(sign * 1j * np.pi * ((steps * steps) % (2 * n)) / n)
@@ -228,11 +314,16 @@ def _bluestein(e: Any, x: SSAValue, inverse: bool, scale: float) -> SSAValue:
     padded = e.insert_slice(_times_table(e, x, _complex_table(e, chirp, part)),
                             e.fill(0, (*shape[:-1], size), x.type.element_type),
                             [0] * len(shape))
-    spectrum = _times_table(e, _stockham(e, padded, False, 1.0),
+    spectrum = _times_table(e, _stockham_rows(e, padded, False, 1.0),
                             _complex_table(e, np.fft.fft(kernel), part))
-    convolved = _stockham(e, spectrum, True, 1.0 / size)
+    convolved = _stockham_rows(e, spectrum, True, 1.0 / size)
     head = e.extract_slice(convolved, [0] * len(shape), shape)
     return _times_table(e, head, _complex_table(e, chirp * scale, part))
+
+
+def _bluestein_size(n: int) -> int:
+    """The power of two Bluestein's convolution runs at: at least ``2N - 1``."""
+    return 1 << (2 * n - 2).bit_length()
 
 
 DIRECT_MAX = 16
@@ -249,8 +340,9 @@ def _lower_fft(op: FftOp, e: Any, x: SSAValue) -> SSAValue:
         return x if scale == 1.0 else e.elementwise([x], x.type.element_type,
                                                     lambda s, v: _scaled(s, v, scale))
     if not n & (n - 1):
-        return _stockham(e, x, inverse, scale)
+        return _blocked(e, x, n, lambda t, rows: _stockham_rows(t, rows, inverse, scale))
     if n > DIRECT_MAX:
-        return _bluestein(e, x, inverse, scale)
+        return _blocked(e, x, _bluestein_size(n),
+                        lambda t, rows: _bluestein_rows(t, rows, inverse, scale))
     part = REAL_OF[dtype_of(x.type)]
     return _direct_dft(e, x, _twiddles(e, n, n, inverse, part), scale)

@@ -1,22 +1,23 @@
 // rlx.fft: a radix-2 Stockham FFT for power-of-two lengths (one parallel generic per
-// stage reading two elements and a twiddle table), the direct sum up to 16, Bluestein
-// above; native code and the interpreter print numpy's values.
+// stage on real and imaginary planes), the direct sum up to 16, Bluestein above; native
+// code and the interpreter print numpy's values.
 // RUN: rlx-opt %s --lower-to-linalg | FileCheck %s
 // RUN: rlx-run %s --entry transforms | FileCheck %s --check-prefix=VAL
 // RUN: rlx-run %s --entry transforms --interpret | FileCheck %s --check-prefix=VAL
 // RUN: rlx-opt %s --autodiff=func=power | FileCheck %s --check-prefix=GRAD
 
-// Four points: two stages, each a generic of tensor.extract from the previous stage.
+// Four points: split into real and imaginary planes, two stages that read the two
+// halves through affine maps (so they vectorize), joined again.
 // CHECK-LABEL: func.func @transforms
-// CHECK: arith.constant dense<[1.000000e+00, {{.*}}]> : tensor<2xf32>
-// CHECK: linalg.generic
-// CHECK: arith.remui
-// CHECK: tensor.extract
-// CHECK: complex.add
-// CHECK: complex.sub
-// CHECK: arith.select
-// CHECK: linalg.generic
-// CHECK: complex.sub
+// CHECK: complex.re
+// CHECK: complex.im
+// CHECK: tensor.extract_slice
+// CHECK: tensor.expand_shape
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK: arith.mulf
+// CHECK: tensor.collapse_shape
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK: complex.create
 // Three points: one generic that reduces over n.
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
 // CHECK-NOT: rlx.fft

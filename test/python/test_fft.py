@@ -59,6 +59,14 @@ def test_c128_keeps_f64_precision(n):
     assert _rel(rlx.jit(_op(True, "ortho"))(x), np.fft.ifft(x, norm="ortho")) < 1e-13
 
 
+@pytest.mark.parametrize("shape", [(300, 256), (3, 100, 128), (200, 100)])
+def test_batches_split_into_cache_blocks(shape):
+    """Batches bigger than a cache block run block by block over the threads."""
+    x = _signal(shape)
+    assert _rel(rlx.jit(_op(False, "ortho"))(x), np.fft.fft(x, norm="ortho")) < 1e-6
+    assert _rel(rlx.jit(_op(True, "backward"))(x), np.fft.ifft(x)) < 1e-6
+
+
 def test_round_trip_of_a_long_odd_length():
     x = _signal((2, 1023))
     back = rlx.jit(lambda x: rlx.fft.ifft(rlx.fft.fft(x)))(x)
