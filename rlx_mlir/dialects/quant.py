@@ -134,54 +134,46 @@ def op_scale(op: RlxOp, x: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
 # ---------------------------------------------------------------- quantize / dequantize
 
 
-@irdl_op_definition
-class QuantizeOp(RlxOp):
-    """``clamp(round(x / scale) + zero_point, -128, 127)`` as i8 (module docstring)."""
+class AffineQuantOp(RlxOp):
+    """``x, scale, zero_point`` -> the other side of the affine map ``x = (q - zp) s``."""
 
-    name = "rlx.quantize"
     TAKES_STORAGE: ClassVar[bool] = True
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     zero_point = operand_def(TensorType)
     result = result_def(TensorType)
     ATTRS: ClassVar[dict[str, str]] = {"axis": AXIS_DOC}
+    QUANTIZES: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, types, attrs, out):
         x, scale, zero_point = types
-        dtype, shape = expect_float_x(cls.name, x), shape_of(x)
+        shape = shape_of(x)
+        if cls.QUANTIZES:
+            dtype = expect_float_x(cls.name, x)
+        elif dtype_of(x) != "i8":
+            raise ShapeError(f"q must be i8, got {x}")
+        else:
+            dtype = expect_float_x(cls.name, scale, "scale")
         axis = channel_axis(attrs, shape)
         check_channel_operand(scale, shape, axis, "scale", dtype)
         check_channel_operand(zero_point, shape, axis, "zero_point", "i32")
-        if shape_of(scale) != shape_of(zero_point):
-            raise ShapeError(f"scale and zero_point must have one shape, got {scale} and "
-                             f"{zero_point}")
-        return [tensor(shape, "i8")]
+        return [tensor(shape, "i8" if cls.QUANTIZES else dtype)]
 
 
 @irdl_op_definition
-class DequantizeOp(RlxOp):
-    """``(q - zero_point) * scale`` in the scale's dtype."""
+class QuantizeOp(AffineQuantOp):
+    """``clamp(round(x / scale) + zero_point, -128, 127)`` as i8 (module docstring)."""
+
+    name = "rlx.quantize"
+
+
+@irdl_op_definition
+class DequantizeOp(AffineQuantOp):
+    """``(q - zero_point) * scale`` in the scale's dtype (``q`` is the operand ``x``)."""
 
     name = "rlx.dequantize"
-    TAKES_STORAGE: ClassVar[bool] = True
-    q = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    zero_point = operand_def(TensorType)
-    result = result_def(TensorType)
-    ATTRS: ClassVar[dict[str, str]] = {"axis": AXIS_DOC}
-
-    @classmethod
-    def infer(cls, types, attrs, out):
-        q, scale, zero_point = types
-        if dtype_of(q) != "i8":
-            raise ShapeError(f"q must be i8, got {q}")
-        shape = shape_of(q)
-        axis = channel_axis(attrs, shape)
-        dtype = expect_float_x(cls.name, scale, "scale")
-        check_channel_operand(scale, shape, axis, "scale", dtype)
-        check_channel_operand(zero_point, shape, axis, "zero_point", "i32")
-        return [tensor(shape, dtype)]
+    QUANTIZES: ClassVar[bool] = False
 
 
 @INTERPRET.register(QuantizeOp)
