@@ -8,6 +8,7 @@ Scales and zero points are numbers (one per tensor) or ``[C]`` arrays / tensors 
     y = rlx.quant.fake_quantize_lsq(x, step)          # a learnable step size (LSQ)
     q = rlx.quant.quantize(x, 0.05, zero_point=3)      # int8 for inference
     x_hat = rlx.quant.dequantize(q, 0.05, zero_point=3)
+    y_q = rlx.quant.qmatmul(q, w_q, bias, multiplier=0.01)   # int8 x int8 -> int8
 
 Called outside a trace on numpy arrays, they run at once (as ``rlx.nn`` functions do).
 """
@@ -92,6 +93,29 @@ def dequantize(q: Tensor, scale: Any, zero_point: Any = 0, axis: int | None = No
     return q.builder.dequantize(q, s, zp, axis=a)
 
 
+def qmatmul(x: Tensor, w: Tensor, bias: Any = None, multiplier: float = 1.0,
+            x_zero_point: int = 0, w_zero_point: int = 0, out_zero_point: int = 0) -> Tensor:
+    """Integer matmul of i8 ``x [M, K]`` and ``w [K, N]``: ``acc = bias + sum (x - x_zp)(w -
+    w_zp)`` in i32, requantized to i8 as ``clamp(round(acc * multiplier) + out_zp)``."""
+    if isinstance(x, Tensor) and isinstance(w, (np.ndarray, np.generic)):
+        w = x.builder.constant(np.asarray(w)) if np.asarray(w).dtype == np.int8 else w
+    for name, t in (("x", x), ("w", w)):
+        if not isinstance(t, Tensor) or t.dtype != "i8" or t.ndim != 2:
+            got = f"{t.dtype}{list(t.shape)}" if isinstance(t, Tensor) else (
+                f"{np.asarray(t).dtype}{list(np.shape(t))}")
+            raise _error(f"qmatmul: {name} must be a 2-d i8 array, got {got}")
+    if bias is None:
+        bias = np.zeros(w.shape[1], np.int32)
+    b = bias.astype("i32") if isinstance(bias, Tensor) else x.builder.constant(
+        np.asarray(bias, np.int32))
+    for name, zp in (("x_zero_point", x_zero_point), ("w_zero_point", w_zero_point),
+                     ("out_zero_point", out_zero_point)):
+        if isinstance(zp, bool) or not isinstance(zp, (int, np.integer)):
+            raise _error(f"qmatmul: {name} must be an int, got {zp!r}")
+    return x.builder.qmatmul(x, w, b, x_zp=int(x_zero_point), w_zp=int(w_zero_point),
+                             out_zp=int(out_zero_point), mult=float(multiplier))
+
+
 def fake_quantize(x: Tensor, bits: int = 8, axis: int | None = None, ste: str = "identity",
                   scale: Any = None) -> Tensor:
     """Symmetric quantise-dequantise to ``2^bits - 1`` levels with the per-batch scale
@@ -117,5 +141,5 @@ def fake_quantize_lsq(x: Tensor, scale: Any, bits: int = 8, axis: int | None = N
     return x.builder.fake_quantize_lsq(x, s, bits=_bits("fake_quantize_lsq", bits), axis=a)
 
 
-quantize, dequantize, fake_quantize, fake_quantize_lsq = (
-    _eager(f) for f in (quantize, dequantize, fake_quantize, fake_quantize_lsq))
+quantize, dequantize, qmatmul, fake_quantize, fake_quantize_lsq = (
+    _eager(f) for f in (quantize, dequantize, qmatmul, fake_quantize, fake_quantize_lsq))

@@ -40,6 +40,7 @@ from rlx_mlir.dialects.base import (
     dtype_of,
     norm_axis,
     optional,
+    require,
     shape_of,
     tensor,
 )
@@ -176,6 +177,41 @@ class DequantizeOp(AffineQuantOp):
     QUANTIZES: ClassVar[bool] = False
 
 
+@irdl_op_definition
+class QMatMulOp(RlxOp):
+    """Integer matmul (SPEC 2.3.1 ``QMatMul``): ``acc = bias + sum_k (x - x_zp)(w - w_zp)``
+    in i32, then ``clamp(round(acc * mult) + out_zp, -128, 127)`` as i8 (the product in
+    f64, rounded half away from zero). ``x [M, K]``, ``w [K, N]`` i8; ``bias [N]`` i32."""
+
+    name = "rlx.qmatmul"
+    TAKES_STORAGE: ClassVar[bool] = True
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    result = result_def(TensorType)
+    ATTRS: ClassVar[dict[str, str]] = {
+        "x_zp": "i64, default 0: x's zero point", "w_zp": "i64, default 0: w's zero point",
+        "out_zp": "i64, default 0: the result's zero point",
+        "mult": "f32, required: the requantization multiplier (s_x s_w / s_out)",
+    }
+
+    @classmethod
+    def infer(cls, types, attrs, out):
+        x, w, bias = types
+        for name, t in (("x", x), ("w", w)):
+            if dtype_of(t) != "i8" or len(shape_of(t)) != 2:
+                raise ShapeError(f"{name} must be a 2-d i8 tensor, got {t}")
+        (m, k), (k2, n) = shape_of(x), shape_of(w)
+        if k != k2:
+            raise ShapeError(f"x is [{m}, {k}] but w is [{k2}, {n}]: inner dims differ")
+        if dtype_of(bias) != "i32" or shape_of(bias) != (n,):
+            raise ShapeError(f"bias must be i32 of shape [{n}], got {bias}")
+        for name in ("x_zp", "w_zp", "out_zp"):
+            optional(attrs, name, int, 0)
+        require(attrs, "mult", float)
+        return [tensor((m, n), "i8")]
+
+
 @INTERPRET.register(QuantizeOp)
 def _interpret_quantize(op: QuantizeOp, x, scale, zero_point) -> np.ndarray:
     axis = channel_axis(op.py_attrs(), x.shape)
@@ -191,8 +227,29 @@ def _interpret_dequantize(op: DequantizeOp, q, scale, zero_point) -> np.ndarray:
     return (shifted.astype(scale.dtype) * as_channels(scale, q.shape, axis)).astype(scale.dtype)
 
 
-VJP.register(QuantizeOp, DequantizeOp)(lambda ctx, op, g: [None] * len(op.operands))
-JVP.register(QuantizeOp, DequantizeOp)(lambda ctx, op, *ts: [None])
+def _qmatmul_attrs(op: RlxOp) -> tuple[int, int, int, float]:
+    return (op.attr("x_zp", 0), op.attr("w_zp", 0), op.attr("out_zp", 0),
+            float(op.attr("mult")))
+
+
+@INTERPRET.register(QMatMulOp)
+def _interpret_qmatmul(op: QMatMulOp, x, w, bias) -> np.ndarray:
+    x_zp, w_zp, out_zp, mult = _qmatmul_attrs(op)
+    acc = bias.astype(np.int64) + (x.astype(np.int64) - x_zp) @ (w.astype(np.int64) - w_zp)
+    acc = acc.astype(np.int32)  # i32 accumulation wraps as native code's
+    return np.clip(round_half_away(acc * np.float64(mult)) + out_zp, -128, 127).astype(np.int8)
+
+
+VJP.register(QuantizeOp, DequantizeOp, QMatMulOp)(lambda ctx, op, g: [None] * len(op.operands))
+JVP.register(QuantizeOp, DequantizeOp, QMatMulOp)(lambda ctx, op, *ts: [None])
+
+
+@VMAP.register(QMatMulOp)
+def _vmap_qmatmul(ctx: VmapContext, op: RlxOp, xs, batched) -> list[Tensor]:
+    """A batched x folds into its rows; a batched w or bias runs once per example."""
+    if batched[1] or batched[2]:
+        return ctx.unroll(op, xs, batched)
+    return [ctx.unfold(ctx.emit_like(op, [ctx.fold(xs[0]), *xs[1:]])[0])]
 
 
 # ---------------------------------------------------------------- fake_quantize
@@ -242,7 +299,7 @@ class FakeQuantizeLsqOp(RlxOp):
         return [x]
 
 
-OPS = [QuantizeOp, DequantizeOp, FakeQuantizeOp, FakeQuantizeLsqOp]
+OPS = [QuantizeOp, DequantizeOp, QMatMulOp, FakeQuantizeOp, FakeQuantizeLsqOp]
 
 
 @INTERPRET.register(FakeQuantizeOp, FakeQuantizeLsqOp)
@@ -383,3 +440,28 @@ def _lower_fake_quantize(op: RlxOp, e: Any, x: Any, scale: Any | None = None) ->
     s_full = lower_scale(e, x, scale, channel_axis(attrs, shape_of(x.type)), qmax)
     return e.elementwise([x, s_full], x.type.element_type,
                          lambda s, v, sc: s.mul(quantized_level(s, v, sc, qmax), sc))
+
+
+@LOWER.register(QMatMulOp)
+def _lower_qmatmul(op: QMatMulOp, e: Any, x: Any, w: Any, bias: Any) -> Any:
+    """An i32 contraction generic (operands widened in its body), then the requantizing
+    elementwise generic."""
+    from xdsl.ir.affine import AffineExpr, AffineMap
+
+    x_zp, w_zp, out_zp, mult = _qmatmul_attrs(op)
+    (m, _), (_, n) = shape_of(x.type), shape_of(w.type)
+    d = [AffineExpr.dimension(i) for i in range(3)]
+    maps = [AffineMap(3, 0, (d[0], d[2])), AffineMap(3, 0, (d[2], d[1])),
+            AffineMap(3, 0, (d[0], d[1]))]
+
+    def body(s: Any, a: Any, b: Any, acc: Any) -> Any:
+        return s.add(acc, s.mul(s.sub(s.cast(a, "i32"), x_zp), s.sub(s.cast(b, "i32"), w_zp)))
+
+    init = e.elementwise([bias], "i32", lambda s, v: v, (m, n))
+    acc = e.generic([x, w], [init], maps, ["parallel", "parallel", "reduction"], body)
+
+    def requantize(s: Any, v: Any) -> Any:
+        level = s.round_half_away(s.mul(s.cast(v, "f64"), mult))
+        return s.cast(s.min(s.max(s.add(level, float(out_zp)), -128.0), 127.0), "i8")
+
+    return e.elementwise([acc], "i8", requantize)

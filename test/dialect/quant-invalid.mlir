@@ -45,3 +45,19 @@ func.func @dy_shape(%x: tensor<4xf32>, %dy: tensor<3xf32>) -> tensor<4xf32> {
   %y = rlx.fake_quantize_backward %x, %dy : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>
   func.return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @qmatmul_inner(%x: tensor<2x3xi8>, %w: tensor<4x5xi8>, %b: tensor<5xi32>) -> tensor<2x5xi8> {
+  // expected-error @+1 {{'rlx.qmatmul' op x is [2, 3] but w is [4, 5]: inner dims differ}}
+  %y = rlx.qmatmul %x, %w, %b {mult = 1.0 : f32} : (tensor<2x3xi8>, tensor<4x5xi8>, tensor<5xi32>) -> tensor<2x5xi8>
+  func.return %y : tensor<2x5xi8>
+}
+
+// -----
+
+func.func @qmatmul_mult(%x: tensor<2x3xi8>, %w: tensor<3x5xi8>, %b: tensor<5xi32>) -> tensor<2x5xi8> {
+  // expected-error @+1 {{'rlx.qmatmul' op missing required attribute 'mult'}}
+  %y = rlx.qmatmul %x, %w, %b : (tensor<2x3xi8>, tensor<3x5xi8>, tensor<5xi32>) -> tensor<2x5xi8>
+  func.return %y : tensor<2x5xi8>
+}

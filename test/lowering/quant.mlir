@@ -16,14 +16,21 @@
 // VAL-NEXT: [  13,  -17,  127, -128,    3]
 // VAL: result 1: tensor<5xf32>
 // VAL-NEXT: [ 0.000000, -0.857143,  2.571429, -6.000000,  0.000000]
-func.func @levels() -> (tensor<5xi8>, tensor<5xf32>) {
+// VAL: result 2: tensor<1x2xi8>
+// VAL-NEXT: {{\[\[}}  9, -128]]
+func.func @levels() -> (tensor<5xi8>, tensor<5xf32>, tensor<1x2xi8>) {
   %x = rlx.constant {value = dense<[0.5, -1.0, 30.0, -30.0, 0.01]> : tensor<5xf32>} : () -> tensor<5xf32>
   %s = rlx.constant {value = dense<0.05> : tensor<f32>} : () -> tensor<f32>
   %zp = rlx.constant {value = dense<3> : tensor<i32>} : () -> tensor<i32>
   %q = rlx.quantize %x, %s, %zp : (tensor<5xf32>, tensor<f32>, tensor<i32>) -> tensor<5xi8>
   %y = rlx.constant {value = dense<[0.4, -1.2, 2.2, -6.0, 0.1]> : tensor<5xf32>} : () -> tensor<5xf32>
   %f = rlx.fake_quantize %y {bits = 4 : i64} : (tensor<5xf32>) -> tensor<5xf32>
-  func.return %q, %f : tensor<5xi8>, tensor<5xf32>
+  %a = rlx.constant {value = dense<[[1, 2, 3]]> : tensor<1x3xi8>} : () -> tensor<1x3xi8>
+  %w = rlx.constant {value = dense<[[1, -100], [2, -100], [3, -100]]> : tensor<3x2xi8>} : () -> tensor<3x2xi8>
+  %b = rlx.constant {value = dense<[4, 0]> : tensor<2xi32>} : () -> tensor<2xi32>
+  // acc = [4 + 14, -600]; round(acc / 2) + 0 = [9, -300 -> -128]
+  %m = rlx.qmatmul %a, %w, %b {mult = 0.5 : f32} : (tensor<1x3xi8>, tensor<3x2xi8>, tensor<2xi32>) -> tensor<1x2xi8>
+  func.return %q, %f, %m : tensor<5xi8>, tensor<5xf32>, tensor<1x2xi8>
 }
 
 // The clipped straight-through estimate becomes its backward op.

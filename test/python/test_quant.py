@@ -43,6 +43,34 @@ def test_quantize_and_dequantize_per_tensor_and_channel():
     np.testing.assert_array_equal(back, interpreted)
 
 
+def test_qmatmul_requantizes_the_i32_accumulator():
+    rng = np.random.default_rng(6)
+    x = rng.integers(-128, 128, (33, 70)).astype(np.int8)
+    w = rng.integers(-128, 128, (70, 17)).astype(np.int8)
+    bias = rng.integers(-1000, 1000, 17).astype(np.int32)
+
+    def qlinear(x, w, b):
+        return rlx.quant.qmatmul(x, w, b, multiplier=0.0007, x_zero_point=3,
+                                 w_zero_point=-2, out_zero_point=5)
+
+    native, interpreted = _native_and_interpreted(qlinear, x, w, bias)
+    acc = bias + (x.astype(np.int64) - 3) @ (w.astype(np.int64) + 2)
+    expected = np.clip(_round(acc * np.float64(np.float32(0.0007))) + 5, -128, 127)
+    assert native.dtype == np.int8
+    np.testing.assert_array_equal(native, expected)
+    np.testing.assert_array_equal(interpreted, expected)
+    xs = rng.integers(-128, 128, (3, 33, 70)).astype(np.int8)
+    np.testing.assert_array_equal(rlx.vmap(qlinear, in_axes=(0, None, None))(xs, w, bias),
+                                  np.stack([qlinear(x, w, bias) for x in xs]))
+
+
+def test_int8_arithmetic_wraps_as_numpy():
+    a = np.array([100, -100, 5, -128], np.int8)
+    for fn in (lambda a: a + a, lambda a: a * 3, lambda a: a // 7, lambda a: -a):
+        np.testing.assert_array_equal(rlx.jit(fn)(a), fn(a))
+    assert rlx.jit(lambda a, i: a + i)(a, np.ones(4, np.int32)).dtype == np.int32
+
+
 @pytest.mark.parametrize("bits", [8, 4, 2])
 @pytest.mark.parametrize("axis", [None, 0, 1])
 def test_fake_quantize_matches_torch(bits, axis):
@@ -161,6 +189,8 @@ def test_qat_training_reduces_the_loss():
      r"scale must be \[5\] \(the extent of axis 1\)"),
     (lambda: rlx.quant.quantize(_x().astype(np.int32), 0.1), "expected an f32 or f64 array"),
     (lambda: rlx.quant.dequantize(_x(), 0.1), "expected an i8 tensor"),
+    (lambda: rlx.quant.qmatmul(np.ones((2, 3), np.int8), np.ones((3, 2), np.int32)),
+     r"w must be a 2-d i8 array, got int32\[3, 2\]"),
     (lambda: rlx.quant.fake_quantize_lsq(_x(), 0.1, axis=2), "axis 2 is out of range"),
 ])
 def test_errors_are_located(call, message):
