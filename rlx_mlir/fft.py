@@ -1,7 +1,8 @@
 """Discrete Fourier transforms, as ``jax.numpy.fft`` / ``numpy.fft`` (op: ``rlx.fft``,
 in :mod:`rlx_mlir.dialects.fft`).
 
-``fft`` / ``ifft`` take any numeric tensor (real ones become c64, f64 ones c128),
+``fft`` / ``ifft`` (and ``fft2`` / ``fftn`` and their inverses, one axis after the
+other) take any numeric tensor (real ones become c64, f64 ones c128),
 ``rfft`` a real one and ``irfft`` the half spectrum ``rfft`` returns; ``n`` crops or
 zero-pads the transformed axis first, ``axis`` picks it, and ``norm`` is numpy's
 (``None``/``"backward"``, ``"ortho"``, ``"forward"``). All are differentiable (the
@@ -15,6 +16,8 @@ Called outside a trace on numpy arrays, they run at once (as ``rlx.nn`` function
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -117,4 +120,82 @@ def irfft(x: Tensor, n: int | None = None, axis: int = -1, norm: str | None = No
     return _last_axis(x, axis, "irfft", signal)
 
 
-fft, ifft, rfft, irfft = (_eager(f) for f in (fft, ifft, rfft, irfft))
+def _axes(caller: str, x: Tensor, s: Any, axes: Any) -> tuple[list[int], list[int | None]]:
+    """numpy's ``s``/``axes`` of the n-d transforms: the axes (default: the last
+    ``len(s)``, or all) and a length per axis (None: as it is)."""
+    if axes is None:
+        axes = list(range(-len(s), 0)) if s is not None else list(range(x.ndim))
+    axes = [_axis(a, x.ndim, caller) for a in ([axes] if isinstance(axes, int) else axes)]
+    if len(set(axes)) != len(axes):
+        raise _error(f"{caller}: repeated axes {axes}")
+    sizes = [None] * len(axes) if s is None else list(s)
+    if len(sizes) != len(axes):
+        raise _error(f"{caller}: s has {len(sizes)} lengths for {len(axes)} axes")
+    return axes, sizes
+
+
+def fftn(x: Tensor, s: Any = None, axes: Any = None, norm: str | None = None) -> Tensor:
+    """The n-d transform over ``axes`` (default all), one axis at a time (``jnp.fft.fftn``)."""
+    _check("fftn", x, None, norm)
+    axes, sizes = _axes("fftn", x, s, axes)
+    for a, n in zip(axes, sizes, strict=True):
+        x = fft(x, n=n, axis=a, norm=norm)
+    return x
+
+
+def ifftn(x: Tensor, s: Any = None, axes: Any = None, norm: str | None = None) -> Tensor:
+    """The inverse of :func:`fftn` (``jnp.fft.ifftn``)."""
+    _check("ifftn", x, None, norm)
+    axes, sizes = _axes("ifftn", x, s, axes)
+    for a, n in zip(axes, sizes, strict=True):
+        x = ifft(x, n=n, axis=a, norm=norm)
+    return x
+
+
+def fft2(x: Tensor, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> Tensor:
+    """:func:`fftn` over the last two axes (``jnp.fft.fft2``)."""
+    return fftn(x, s, axes, norm)
+
+
+def ifft2(x: Tensor, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> Tensor:
+    """:func:`ifftn` over the last two axes (``jnp.fft.ifft2``)."""
+    return ifftn(x, s, axes, norm)
+
+
+def fftshift(x: Tensor, axes: Any = None) -> Tensor:
+    """The zero frequency moved to the centre (``jnp.fft.fftshift``): a roll by ``n // 2``."""
+    return _rolled(x, axes, lambda n: n // 2, "fftshift")
+
+
+def ifftshift(x: Tensor, axes: Any = None) -> Tensor:
+    """The inverse of :func:`fftshift`: a roll by ``-(n // 2)``."""
+    return _rolled(x, axes, lambda n: -(n // 2), "ifftshift")
+
+
+def _rolled(x: Tensor, axes: Any, shift_of, caller: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise _error(f"{caller}: expected a tensor or numpy array, got {type(x).__name__}")
+    axes = range(x.ndim) if axes is None else [axes] if isinstance(axes, int) else axes
+    for a in (_axis(a, x.ndim, caller) for a in axes):
+        n = x.shape[a]
+        shift = shift_of(n) % n if n else 0
+        if shift:
+            index = [slice(None)] * x.ndim
+            head, tail = list(index), list(index)
+            head[a], tail[a] = slice(n - shift, None), slice(None, n - shift)
+            x = concat([x[tuple(head)], x[tuple(tail)]], axis=a)
+    return x
+
+
+def fftfreq(n: int, d: float = 1.0) -> np.ndarray:
+    """The sample frequencies of an ``n``-point transform (numpy's, as f32)."""
+    return np.fft.fftfreq(n, d).astype(np.float32)
+
+
+def rfftfreq(n: int, d: float = 1.0) -> np.ndarray:
+    """The non-negative frequencies :func:`rfft` returns (numpy's, as f32)."""
+    return np.fft.rfftfreq(n, d).astype(np.float32)
+
+
+fft, ifft, rfft, irfft, fftn, ifftn, fft2, ifft2, fftshift, ifftshift = (
+    _eager(f) for f in (fft, ifft, rfft, irfft, fftn, ifftn, fft2, ifft2, fftshift, ifftshift))

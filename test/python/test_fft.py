@@ -93,6 +93,22 @@ def test_frontend_functions_match_numpy():
     assert _rel(rlx.fft.rfft(x), np.fft.rfft(x)) < 1e-6  # eager, on numpy
 
 
+def test_nd_transforms_and_shifts_match_numpy():
+    x = _signal((3, 8, 6))
+    assert _rel(rlx.jit(lambda x: rlx.fft.fft2(x))(x), np.fft.fft2(x)) < 1e-6
+    assert _rel(rlx.jit(lambda x: rlx.fft.fftn(x))(x), np.fft.fftn(x)) < 1e-6
+    got = rlx.jit(lambda x: rlx.fft.ifftn(x, s=(4, 10), axes=(0, 2), norm="ortho"))(x)
+    assert _rel(got, np.fft.ifftn(x, s=(4, 10), axes=(0, 2), norm="ortho")) < 1e-6
+    np.testing.assert_array_equal(rlx.jit(lambda x: rlx.fft.fftshift(x))(x), np.fft.fftshift(x))
+    np.testing.assert_array_equal(rlx.jit(lambda x: rlx.fft.ifftshift(x, axes=1))(x),
+                                  np.fft.ifftshift(x, axes=1))
+    odd = np.arange(7.0, dtype=np.float32)
+    np.testing.assert_array_equal(rlx.fft.ifftshift(rlx.fft.fftshift(odd)), odd)
+    np.testing.assert_array_equal(rlx.fft.rfftfreq(8, 0.5), np.fft.rfftfreq(8, 0.5))
+    with pytest.raises(rlx.RlxError, match="repeated axes"):
+        rlx.fft.fftn(x, axes=(1, -2))
+
+
 def test_gradients_match_jax():
     """A real loss of fft/rfft/irfft outputs; rlx's gradient of a complex argument is the
     conjugate of half of jax.grad's (SPEC 5.9)."""
