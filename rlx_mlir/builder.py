@@ -634,6 +634,8 @@ class Builder:
         result = self.emit(op_name, *operands,
                            out=None if out is None else [wide(t) for t in out], **attrs)
         results = result if isinstance(result, tuple) else (result,)
+        if narrow == "i8" and op_name in _WIDENING_INTEGER_OPS:
+            return result  # sums of i8 are i32, as JAX's (numpy's are i64)
         back = STORAGE_DTYPES.get(narrow or "")
         narrowed = tuple(r.astype(narrow) if back and r.dtype == back else r for r in results)
         return narrowed if isinstance(result, tuple) else narrowed[0]
@@ -1116,6 +1118,8 @@ def _is_inexact(dtype: str) -> bool:
 
 
 _FLOAT_RANK = {"f16": 1, "bf16": 1, "f32": 2, "f64": 3}
+_WIDENING_INTEGER_OPS = ("reduce_sum", "reduce_prod", "cumsum")
+"""Ops whose i8 results stay i32 (accumulations; every other op wraps back to i8)."""
 
 
 def _float_result(a: str, b: str) -> str:

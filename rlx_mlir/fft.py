@@ -23,7 +23,7 @@ import numpy as np
 
 from rlx_mlir.builder import Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
-from rlx_mlir.nn import _axis, _eager, concat
+from rlx_mlir.nn import _axis, _eager, _integer, concat
 
 _NORMS = (None, "backward", "ortho", "forward")
 
@@ -32,17 +32,24 @@ def _error(message: str) -> RlxError:
     return RlxError(message, loc=loc_from_attr(_user_location()))
 
 
-def _check(caller: str, x: Tensor, n: int | None, norm: str | None) -> None:
+MAX_LENGTH = 2**31 - 1
+
+
+def _check(caller: str, x: Tensor, n: Any, norm: str | None) -> int | None:
+    """Validate the arguments; ``n`` as an int (None: the axis as it is)."""
     if not isinstance(x, Tensor):
-        raise _error(f"{caller}: expected a tensor or numpy array, got {type(x).__name__}")
+        raise _error(f"{caller}: expected a traced tensor (outside a trace, numpy arrays "
+                     f"too), got {type(x).__name__}")
     if norm not in _NORMS:
         raise _error(f"{caller}: norm must be None, 'backward', 'ortho' or 'forward', "
                      f"got {norm!r}")
+    n = _integer(n)
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer))
-                          or n < 1):
-        raise _error(f"{caller}: n must be a positive int, got {n!r}")
+                          or not 1 <= n <= MAX_LENGTH):
+        raise _error(f"{caller}: n must be a positive int below 2^31, got {n!r}")
     if x.ndim == 0:
         raise _error(f"{caller}: expected an array of rank >= 1, got a 0-d one")
+    return n
 
 
 def _as_complex(x: Tensor) -> Tensor:
@@ -52,20 +59,21 @@ def _as_complex(x: Tensor) -> Tensor:
 
 
 def _resized(x: Tensor, n: int) -> Tensor:
-    """The last axis cropped or zero-padded to ``n``."""
+    """The last axis (of a complex ``x``) cropped or zero-padded to ``n`` (the zeros a
+    broadcast scalar, not a constant of their size)."""
     length = x.shape[-1]
     if n < length:
         return x[..., :n]
     if n > length:
-        zeros = np.zeros((*x.shape[:-1], n - length), np.complex64 if x.dtype == "c64"
-                         else np.complex128 if x.dtype == "c128" else np.float32)
-        return concat([x, zeros], axis=-1)
+        b = x.builder
+        zero = b.constant(np.zeros((1,) * x.ndim, np.float32)).astype(x.dtype)
+        return concat([x, b.expand(zero, (*x.shape[:-1], n - length))], axis=-1)
     return x
 
 
 def _last_axis(x: Tensor, axis: int, caller: str, fn) -> Tensor:
     """``fn`` applied with ``axis`` moved last (and moved back)."""
-    a = _axis(axis, x.ndim, caller)
+    a = _axis(_integer(axis), x.ndim, caller)
     if a == x.ndim - 1:
         return fn(x)
     return fn(x.swapaxes(a, -1)).swapaxes(a, -1)
@@ -77,27 +85,27 @@ def _transform(x: Tensor, inverse: bool, norm: str | None) -> Tensor:
 
 def fft(x: Tensor, n: int | None = None, axis: int = -1, norm: str | None = None) -> Tensor:
     """``y[k] = sum_m x[m] exp(-2 pi i k m / n)`` along ``axis`` (``jnp.fft.fft``)."""
-    _check("fft", x, n, norm)
+    n = _check("fft", x, n, norm)
     return _last_axis(x, axis, "fft", lambda v: _transform(
         _resized(_as_complex(v), n or v.shape[-1]), False, norm))
 
 
 def ifft(x: Tensor, n: int | None = None, axis: int = -1, norm: str | None = None) -> Tensor:
     """The inverse of :func:`fft` (``jnp.fft.ifft``; scaled by ``1/n`` by default)."""
-    _check("ifft", x, n, norm)
+    n = _check("ifft", x, n, norm)
     return _last_axis(x, axis, "ifft", lambda v: _transform(
         _resized(_as_complex(v), n or v.shape[-1]), True, norm))
 
 
 def rfft(x: Tensor, n: int | None = None, axis: int = -1, norm: str | None = None) -> Tensor:
     """The ``n // 2 + 1`` non-negative frequencies of a real signal's :func:`fft`."""
-    _check("rfft", x, n, norm)
+    n = _check("rfft", x, n, norm)
     if x.dtype in ("c64", "c128"):
         raise _error("rfft: expected a real array, got a complex one (use fft)")
 
     def half(v: Tensor) -> Tensor:
         size = n or v.shape[-1]
-        return _transform(_as_complex(_resized(v, size)), False, norm)[..., :size // 2 + 1]
+        return _transform(_resized(_as_complex(v), size), False, norm)[..., :size // 2 + 1]
 
     return _last_axis(x, axis, "rfft", half)
 
@@ -106,7 +114,7 @@ def irfft(x: Tensor, n: int | None = None, axis: int = -1, norm: str | None = No
     """The real signal of length ``n`` (default ``2 (m - 1)``) whose :func:`rfft` is the
     ``m`` frequencies ``x``: the spectrum is completed by Hermitian symmetry (the
     imaginary parts of the zero and Nyquist terms do not contribute, as in numpy)."""
-    _check("irfft", x, n, norm)
+    n = _check("irfft", x, n, norm)
 
     def signal(v: Tensor) -> Tensor:
         size = n or 2 * (v.shape[-1] - 1)
@@ -125,10 +133,11 @@ def _axes(caller: str, x: Tensor, s: Any, axes: Any) -> tuple[list[int], list[in
     ``len(s)``, or all) and a length per axis (None: as it is)."""
     if axes is None:
         axes = list(range(-len(s), 0)) if s is not None else list(range(x.ndim))
-    axes = [_axis(a, x.ndim, caller) for a in ([axes] if isinstance(axes, int) else axes)]
+    axes = [_axis(_integer(a), x.ndim, caller)
+            for a in ([axes] if isinstance(_integer(axes), int) else axes)]
     if len(set(axes)) != len(axes):
         raise _error(f"{caller}: repeated axes {axes}")
-    sizes = [None] * len(axes) if s is None else list(s)
+    sizes = [None] * len(axes) if s is None else [_integer(n) for n in s]
     if len(sizes) != len(axes):
         raise _error(f"{caller}: s has {len(sizes)} lengths for {len(axes)} axes")
     return axes, sizes
@@ -175,8 +184,8 @@ def ifftshift(x: Tensor, axes: Any = None) -> Tensor:
 def _rolled(x: Tensor, axes: Any, shift_of, caller: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise _error(f"{caller}: expected a tensor or numpy array, got {type(x).__name__}")
-    axes = range(x.ndim) if axes is None else [axes] if isinstance(axes, int) else axes
-    for a in (_axis(a, x.ndim, caller) for a in axes):
+    axes = range(x.ndim) if axes is None else [axes] if isinstance(_integer(axes), int) else axes
+    for a in (_axis(_integer(a), x.ndim, caller) for a in axes):
         n = x.shape[a]
         shift = shift_of(n) % n if n else 0
         if shift:

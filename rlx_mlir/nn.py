@@ -39,6 +39,15 @@ def _like(x: Tensor, *values: Tensor | np.ndarray | float | None) -> list:
     return [v if v is None or isinstance(v, Tensor) else x._lift(v) for v in values]
 
 
+def _integer(value):
+    """A 0-d integer numpy array (what an eager call makes of ``np.int64(4)``) as an int;
+    anything else as it is."""
+    if isinstance(value, (np.ndarray, np.generic)) and np.shape(value) == () and \
+            np.asarray(value).dtype.kind in "iu":
+        return int(value)
+    return value
+
+
 def _inexact(x: Tensor) -> Tensor:
     """An integer or bool tensor as f32 (JAX promotes them so for ``exp``, ``tanh``, ...)."""
     return x.astype("f32") if isinstance(x, Tensor) and x.dtype in ("i1", "i32", "i64") else x
@@ -304,8 +313,7 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
         raise RlxError(f"top_k takes a real or integer tensor of rank >= 1; got {what}",
                        loc=loc_from_attr(_user_location()))
     d = x.shape[-1]
-    if isinstance(k, np.ndarray) and k.shape == () and k.dtype.kind in "iu":
-        k = k.item()  # an eager call passes numpy scalars as 0-d arrays
+    k = _integer(k)  # an eager call passes numpy scalars as 0-d arrays
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 1 <= k <= d:
         raise RlxError(f"top_k: k must be an int in [1, {d}] (the last axis); got {k!r}",
                        loc=loc_from_attr(_user_location()))

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from rlx_mlir.builder import Tensor, _user_location
+from rlx_mlir.builder import Builder, Tensor, _user_location, innermost
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
-from rlx_mlir.nn import _axis, _eager
+from rlx_mlir.nn import _axis, _eager, _half_in_f32, _integer
 
 _FLOATS = ("f32", "f64")
 
@@ -32,65 +32,94 @@ def _error(message: str) -> RlxError:
 
 def _float_input(caller: str, x: Any) -> Tensor:
     if not isinstance(x, Tensor):
-        raise _error(f"{caller}: expected a tensor or numpy array, got {type(x).__name__}")
+        raise _error(f"{caller}: expected a traced tensor (outside a trace, numpy arrays "
+                     f"too), got {type(x).__name__}")
     if x.dtype not in _FLOATS:
         raise _error(f"{caller}: expected an f32 or f64 array, got {x.dtype} (cast it first)")
     return x
 
 
-def _per_channel(caller: str, value: Any, like: Tensor, axis: int | None, dtype: str,
-                 what: str) -> Tensor:
-    """``value`` as a tensor of ``dtype``: a number (per tensor) or ``[C]``."""
+def _per_channel(caller: str, value: Any, b: Builder, like: Tensor, axis: int | None,
+                 dtype: str, what: str) -> Tensor:
+    """``value`` as a tensor of ``dtype`` emitted by ``b``: a number (per tensor, or the
+    same for every channel) or ``[C]``."""
+    from rlx_mlir.dialects.base import NUMPY_DTYPES
+
     if isinstance(value, Tensor):
         tensor = value if value.dtype == dtype else value.astype(dtype)
     else:
-        from rlx_mlir.dialects.base import NUMPY_DTYPES
-
-        tensor = like.builder.constant(np.asarray(value, NUMPY_DTYPES[dtype]))
-    want = [()] if axis is None else [(like.shape[axis],)]
+        array = _constant_array(caller, value, dtype, what)
+        if axis is not None and array.ndim == 0:
+            array = np.full(like.shape[axis], array, NUMPY_DTYPES[dtype])
+        tensor = b.constant(array)
     if axis is None and tensor.shape == (1,):
         return tensor
-    if tensor.shape not in want:
+    want = () if axis is None else (like.shape[axis],)
+    if tensor.shape != want:
         shape = "a number" if axis is None else f"[{like.shape[axis]}] (the extent of axis {axis})"
         raise _error(f"{caller}: {what} must be {shape}, got shape {list(tensor.shape)}")
     return tensor
 
 
-def _channel(caller: str, x: Tensor, axis: int | None) -> int | None:
-    return None if axis is None else _axis(axis, x.ndim, caller)
+def _constant_array(caller: str, value: Any, dtype: str, what: str) -> np.ndarray:
+    """A concrete scale (positive numbers) or zero point (integers) as a numpy array."""
+    from rlx_mlir.dialects.base import NUMPY_DTYPES
+
+    try:
+        given = np.asarray(value)
+        array = given.astype(NUMPY_DTYPES[dtype])
+    except (TypeError, ValueError):
+        given = array = None
+    if array is None or given.dtype.kind not in "iuf" or (
+            dtype == "i32" and not np.array_equal(array, given)):
+        kind = "integers" if dtype == "i32" else "numbers"
+        raise _error(f"{caller}: {what} must be {kind} (a number or an array), got {value!r}")
+    if dtype != "i32" and not (array > 0).all():
+        raise _error(f"{caller}: {what} must be positive, got {value!r}")
+    return array
+
+
+def _builder(*values: Any) -> Builder:
+    """The innermost trace among the tensor arguments (a closure's, not its parent's)."""
+    return innermost(*(v for v in values if isinstance(v, Tensor)))
+
+
+def _channel(caller: str, x: Tensor, axis: Any) -> int | None:
+    return None if axis is None else _axis(_integer(axis), x.ndim, caller)
 
 
 def _bits(caller: str, bits: Any) -> int:
+    bits = _integer(bits)
     if bits not in (8, 4, 2) or isinstance(bits, bool):
         raise _error(f"{caller}: bits must be 8, 4 or 2, got {bits!r}")
     return int(bits)
 
 
 def quantize(x: Tensor, scale: Any, zero_point: Any = 0, axis: int | None = None) -> Tensor:
-    """``clamp(round(x / scale) + zero_point, -128, 127)`` as an i8 tensor (no gradient)."""
+    """``clamp(round(x / scale) + zero_point, -128, 127)`` as an i8 tensor (no gradient;
+    NaN gives the zero point)."""
     x = _float_input("quantize", x)
     a = _channel("quantize", x, axis)
-    s = _per_channel("quantize", scale, x, a, x.dtype, "scale")
-    zp = _per_channel("quantize", zero_point, x, a, "i32", "zero_point")
-    if s.shape != zp.shape:
-        zp = zp.reshape(s.shape) if zp.size == s.size else zp
-    return x.builder.quantize(x, s, zp, axis=a)
+    b = _builder(x, scale, zero_point)
+    s = _per_channel("quantize", scale, b, x, a, x.dtype, "scale")
+    zp = _per_channel("quantize", zero_point, b, x, a, "i32", "zero_point")
+    return b.quantize(x, s, zp, axis=a)
 
 
 def dequantize(q: Tensor, scale: Any, zero_point: Any = 0, axis: int | None = None,
                dtype: str = "f32") -> Tensor:
-    """``(q - zero_point) * scale`` of an i8 tensor, as ``dtype``."""
+    """``(q - zero_point) * scale`` of an i8 tensor, as ``dtype`` (f32, f64, f16, bf16)."""
     if not isinstance(q, Tensor) or q.dtype != "i8":
         got = q.dtype if isinstance(q, Tensor) else type(q).__name__
         raise _error(f"dequantize: expected an i8 tensor or array, got {got}")
-    if dtype not in _FLOATS:
-        raise _error(f"dequantize: dtype must be f32 or f64, got {dtype!r}")
+    if dtype not in (*_FLOATS, "f16", "bf16"):
+        raise _error(f"dequantize: dtype must be f32, f64, f16 or bf16, got {dtype!r}")
     a = _channel("dequantize", q, axis)
-    s = _per_channel("dequantize", scale, q, a, dtype, "scale")
-    zp = _per_channel("dequantize", zero_point, q, a, "i32", "zero_point")
-    if s.shape != zp.shape:
-        zp = zp.reshape(s.shape) if zp.size == s.size else zp
-    return q.builder.dequantize(q, s, zp, axis=a)
+    b = _builder(q, scale, zero_point)
+    wide = "f64" if dtype == "f64" else "f32"
+    s = _per_channel("dequantize", scale, b, q, a, wide, "scale")
+    zp = _per_channel("dequantize", zero_point, b, q, a, "i32", "zero_point")
+    return b.dequantize(q, s, zp, axis=a).astype(dtype)
 
 
 def qmatmul(x: Tensor, w: Tensor, bias: Any = None, multiplier: float = 1.0,
@@ -106,14 +135,17 @@ def qmatmul(x: Tensor, w: Tensor, bias: Any = None, multiplier: float = 1.0,
             raise _error(f"qmatmul: {name} must be a 2-d i8 array, got {got}")
     if bias is None:
         bias = np.zeros(w.shape[1], np.int32)
-    b = bias.astype("i32") if isinstance(bias, Tensor) else x.builder.constant(
-        np.asarray(bias, np.int32))
+    builder = _builder(x, w, bias)
+    b = bias.astype("i32") if isinstance(bias, Tensor) else builder.constant(
+        _constant_array("qmatmul", bias, "i32", "bias"))
     for name, zp in (("x_zero_point", x_zero_point), ("w_zero_point", w_zero_point),
                      ("out_zero_point", out_zero_point)):
+        zp = _integer(zp)
         if isinstance(zp, bool) or not isinstance(zp, (int, np.integer)):
             raise _error(f"qmatmul: {name} must be an int, got {zp!r}")
-    return x.builder.qmatmul(x, w, b, x_zp=int(x_zero_point), w_zp=int(w_zero_point),
-                             out_zp=int(out_zero_point), mult=float(multiplier))
+    return builder.qmatmul(x, w, b, x_zp=int(_integer(x_zero_point)),
+                           w_zp=int(_integer(w_zero_point)),
+                           out_zp=int(_integer(out_zero_point)), mult=float(multiplier))
 
 
 def fake_quantize(x: Tensor, bits: int = 8, axis: int | None = None, ste: str = "identity",
@@ -127,9 +159,10 @@ def fake_quantize(x: Tensor, bits: int = 8, axis: int | None = None, ste: str = 
     if ste not in ("identity", "clipped_identity", "tanh", "hard_tanh"):
         raise _error(f"fake_quantize: ste must be identity, clipped_identity, tanh or "
                      f"hard_tanh, got {ste!r}")
+    b = _builder(x, scale)
     operands = [x] if scale is None else [
-        x, _per_channel("fake_quantize", scale, x, a, x.dtype, "scale")]
-    return x.builder.fake_quantize(*operands, bits=_bits("fake_quantize", bits), axis=a, ste=ste)
+        x, _per_channel("fake_quantize", scale, b, x, a, x.dtype, "scale")]
+    return b.fake_quantize(*operands, bits=_bits("fake_quantize", bits), axis=a, ste=ste)
 
 
 def fake_quantize_lsq(x: Tensor, scale: Any, bits: int = 8, axis: int | None = None) -> Tensor:
@@ -137,9 +170,11 @@ def fake_quantize_lsq(x: Tensor, scale: Any, bits: int = 8, axis: int | None = N
     inside the range and to ``scale`` (``round(x/s) - x/s``, or ``+-q`` outside)."""
     x = _float_input("fake_quantize_lsq", x)
     a = _channel("fake_quantize_lsq", x, axis)
-    s = _per_channel("fake_quantize_lsq", scale, x, a, x.dtype, "scale")
-    return x.builder.fake_quantize_lsq(x, s, bits=_bits("fake_quantize_lsq", bits), axis=a)
+    b = _builder(x, scale)
+    s = _per_channel("fake_quantize_lsq", scale, b, x, a, x.dtype, "scale")
+    return b.fake_quantize_lsq(x, s, bits=_bits("fake_quantize_lsq", bits), axis=a)
 
 
 quantize, dequantize, qmatmul, fake_quantize, fake_quantize_lsq = (
-    _eager(f) for f in (quantize, dequantize, qmatmul, fake_quantize, fake_quantize_lsq))
+    _eager(_half_in_f32(f))
+    for f in (quantize, dequantize, qmatmul, fake_quantize, fake_quantize_lsq))

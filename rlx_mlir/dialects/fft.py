@@ -109,6 +109,8 @@ def _params(op: RlxOp) -> tuple[bool, str]:
 def _interpret_fft(op: FftOp, x: np.ndarray) -> np.ndarray:
     inverse, norm = _params(op)
     n = x.shape[-1]
+    if x.size == 0:
+        return x.copy()
     unscaled = np.fft.ifft(x, norm="forward") if inverse else np.fft.fft(x, norm="backward")
     return (unscaled * fft_scale(n, inverse, norm)).astype(x.dtype)
 
@@ -335,6 +337,8 @@ for N <= 16); longer ones Bluestein's convolution."""
 def _lower_fft(op: FftOp, e: Any, x: SSAValue) -> SSAValue:
     inverse, norm = _params(op)
     n = shape_of(x.type)[-1]
+    if 0 in shape_of(x.type):
+        return x  # nothing to transform
     scale = fft_scale(n, inverse, norm)
     if n == 1:
         return x if scale == 1.0 else e.elementwise([x], x.type.element_type,

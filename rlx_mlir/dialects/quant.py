@@ -214,9 +214,12 @@ class QMatMulOp(RlxOp):
 
 @INTERPRET.register(QuantizeOp)
 def _interpret_quantize(op: QuantizeOp, x, scale, zero_point) -> np.ndarray:
+    """Clamped as floats (no overflow for any ``x / s``); NaN gives the zero point."""
     axis = channel_axis(op.py_attrs(), x.shape)
-    q = round_half_away(x / as_channels(scale, x.shape, axis))
-    q = q + as_channels(zero_point, x.shape, axis)
+    zp = as_channels(zero_point, x.shape, axis).astype(x.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        q = round_half_away(x / as_channels(scale, x.shape, axis)) + zp
+    q = np.where(np.isnan(q), zp, q)
     return np.clip(q, -128, 127).astype(np.int8)
 
 
@@ -260,6 +263,7 @@ class FakeQuantizeOp(RlxOp):
     """Symmetric quantise-dequantise with a straight-through gradient (module docstring)."""
 
     name = "rlx.fake_quantize"
+    SURROGATE_GRADIENT: ClassVar[str] = "a straight-through estimate, not its derivative 0"
     x = operand_def(TensorType)
     scale = opt_operand_def(TensorType)
     result = result_def(TensorType)
@@ -285,6 +289,7 @@ class FakeQuantizeLsqOp(RlxOp):
     """``clamp(round(x / s), -q, q) s`` with a learnable ``scale`` (LSQ)."""
 
     name = "rlx.fake_quantize_lsq"
+    SURROGATE_GRADIENT: ClassVar[str] = "LSQ's straight-through estimates"
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     result = result_def(TensorType)
@@ -366,27 +371,50 @@ def lsq_psi(x: Tensor, scale: Tensor, qmax: int) -> Tensor:
 # ---------------------------------------------------------------- batching
 
 
-def _per_example_scale(op: RlxOp, batched: Sequence[bool]) -> bool:
-    """Whether the scale differs per example: a batched scale (or zero point) operand,
-    or the per-batch scale of a batched x when there is no scale operand."""
-    return any(batched[1:]) if len(op.operands) > 1 else batched[0]
-
-
-@VMAP.register(QuantizeOp, DequantizeOp, FakeQuantizeOp, FakeQuantizeLsqOp)
-def _vmap_quant(ctx: VmapContext, op: RlxOp, xs, batched) -> list[Tensor]:
-    """A shared scale: the channel axis moves by one. A per-example scale of a per-tensor
-    op: the batch axis becomes its channel axis. A per-example per-channel scale: the op
-    runs once per example."""
+def vmap_quant(ctx: VmapContext, op: RlxOp, xs, batched, data: Sequence[int],
+               result_is_scale: bool = False) -> list[Tensor]:
+    """The batching rule of the quantization ops. ``data`` are the operand positions
+    shaped like x (the rest are per-channel: scales, zero points). A scale shared by the
+    batch: the channel axis moves by one. A scale per example (a batched scale operand,
+    or one computed from a batched x, or a per-example sum such as the LSQ step
+    gradient): the batch axis and the channel axis fold into one channel axis, so the
+    op runs once on the whole batch."""
     axis = op.attr("axis")
-    if _per_example_scale(op, batched):
-        if axis is not None:
-            return ctx.unroll(op, xs, batched)
-        lifted = ctx.lift_all(xs, batched)
-        return ctx.emit_like(op, [lifted[0], *(v.reshape((ctx.size,)) for v in lifted[1:])],
-                             axis=0)
     rank = len(shape_of(op.operands[0].type))
-    moved = {} if axis is None else {"axis": norm_axis(axis, rank) + 1}
-    return ctx.emit_like(op, [ctx.lift(xs[0], batched[0]), *xs[1:]], **moved)
+    per_channel = [i for i in range(len(xs)) if i not in data]
+    per_example = (any(batched[i] for i in per_channel) if per_channel else batched[0]) or (
+        result_is_scale and any(batched[i] for i in data))
+    if not per_example:
+        moved = {} if axis is None else {"axis": norm_axis(axis, rank) + 1}
+        operands = [ctx.lift(x, b) if i in data else x
+                    for i, (x, b) in enumerate(zip(xs, batched, strict=True))]
+        return ctx.emit_like(op, operands, **moved)
+    lifted = ctx.lift_all(xs, batched)
+    size = ctx.size
+    if axis is None:
+        operands = [x if i in data else x.reshape((size,)) for i, x in enumerate(lifted)]
+        (out,) = ctx.emit_like(op, operands, axis=0)
+        return [out.reshape((size, *shape_of(op.results[0].type)))] if result_is_scale \
+            else [out]
+    a = norm_axis(axis, rank) + 1
+    perm = [0, a, *(d for d in range(1, rank + 1) if d != a)]
+    channels = lifted[data[0]].shape[a]
+    rest = [lifted[data[0]].shape[d] for d in perm[2:]]
+
+    def fold(x: Tensor) -> Tensor:
+        return x.transpose(perm).reshape((size * channels, *rest))
+
+    operands = [fold(x) if i in data else x.reshape((size * channels,))
+                for i, x in enumerate(lifted)]
+    (out,) = ctx.emit_like(op, operands, axis=0)
+    if result_is_scale:
+        return [out.reshape((size, channels))]
+    inverse = [perm.index(d) for d in range(rank + 1)]
+    return [out.reshape((size, channels, *rest)).transpose(inverse)]
+
+
+VMAP.register(QuantizeOp, DequantizeOp, FakeQuantizeOp, FakeQuantizeLsqOp)(
+    lambda ctx, op, xs, batched: vmap_quant(ctx, op, xs, batched, data=[0]))
 
 
 # ---------------------------------------------------------------- lowering
@@ -417,8 +445,10 @@ def _lower_quantize(op: QuantizeOp, e: Any, x: Any, scale: Any, zero_point: Any)
     keep = keep_dims_shape(shape, channel_axis(op.py_attrs(), shape))
 
     def body(s: Any, v: Any, sc: Any, zp: Any) -> Any:
-        level = s.add(s.cast(s.round_half_away(s.div(v, sc)), "i32"), zp)
-        return s.cast(s.min(s.max(level, -128), 127), "i8")
+        shift = s.cast(zp, v.type)
+        level = s.add(s.round_half_away(s.div(v, sc)), shift)
+        level = s.select(s.cmp("ne", level, level), shift, level)  # NaN: the zero point
+        return s.cast(s.min(s.max(level, -128.0), 127.0), "i8")  # clamped before the cast
 
     return e.elementwise([x, e.reshape(scale, keep), e.reshape(zero_point, keep)], "i8", body)
 

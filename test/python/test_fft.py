@@ -156,3 +156,30 @@ def test_jvp_vmap_and_second_order():
 def test_errors_are_located(call, message):
     with pytest.raises(rlx.RlxError, match=message):
         call()
+
+
+def test_review_edge_cases():
+    ints = np.arange(5, dtype=np.int32)
+    assert _rel(rlx.jit(lambda x: rlx.fft.rfft(x, n=8))(ints), np.fft.rfft(ints, n=8)) < 1e-6
+    for shape in [(3, 0), (0, 8)]:
+        assert rlx.jit(rlx.fft.fft)(np.zeros(shape, np.complex64)).shape == shape
+    x = np.ones((2, 6), np.float32)
+    assert rlx.fft.fft(x, n=np.int64(4)).shape == (2, 4)  # numpy integers, eagerly
+    with pytest.raises(rlx.RlxError, match="below 2\\^31"):
+        rlx.jit(lambda x: rlx.fft.fft(x, n=2**40))(x)
+    with pytest.raises(rlx.RlxError, match="expected a traced tensor"):
+        rlx.jit(lambda w: rlx.fft.rfft(x).real.sum() * w)(np.float32(1))
+    padded = rlx.jit(lambda x: rlx.fft.fft(x, n=4096)).lower(np.ones((8, 3), np.float32))
+    assert len(padded.as_text()) < 4000  # the zero padding is not a 8x4093 constant
+
+
+def test_check_grads_of_complex_transforms():
+    """Directions with a zero derivative give finite differences of about 1e-9: noise."""
+    from rlx_mlir.testing import check_grads
+
+    def loss(z):
+        y = rlx.fft.ifft(rlx.fft.fft(z, norm="ortho"), norm="forward")
+        return (y.real * y.real).sum()
+
+    traced = rlx.trace(loss, (_signal((3, 12)),))
+    assert check_grads(traced.module, traced.name).ok

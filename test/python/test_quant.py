@@ -196,3 +196,87 @@ def test_qat_training_reduces_the_loss():
 def test_errors_are_located(call, message):
     with pytest.raises(rlx.RlxError, match=message):
         call()
+
+
+# ---------------------------------------------------------------- review regressions
+
+
+def test_quantize_clamps_before_the_integer_cast():
+    """|x / s| >= 2^31 wrapped to -128 natively; NaN gives the zero point."""
+    x = np.array([5.0, -5.0, np.inf, -np.inf, np.nan, 3e9, 0.2], np.float32)
+    native, interpreted = _native_and_interpreted(lambda x: rlx.quant.quantize(x, 1e-9, 4), x)
+    expected = [127, -128, 127, -128, 4, 127, 127]
+    np.testing.assert_array_equal(native, expected)
+    np.testing.assert_array_equal(interpreted, expected)
+
+
+def test_numbers_broadcast_over_channels_and_bad_constants_are_errors():
+    x = np.ones((3, 5), np.float32)
+    q = rlx.quant.quantize(x, np.full(5, 0.1, np.float32), axis=1)  # zero_point 0 for all
+    np.testing.assert_array_equal(q, np.full((3, 5), 10))
+    np.testing.assert_array_equal(rlx.quant.dequantize(q, 0.1, axis=1), x)
+    for bad, message in [(None, "scale must be numbers"), ("a", "scale must be numbers"),
+                         (-1.0, "scale must be positive"), (0.0, "scale must be positive")]:
+        with pytest.raises(rlx.RlxError, match=message):
+            rlx.quant.quantize(x, bad)
+    with pytest.raises(rlx.RlxError, match="zero_point must be integers"):
+        rlx.quant.quantize(x, 0.1, 2.5)
+
+
+def test_int8_sums_are_i32():
+    a = np.full(4, 100, np.int8)
+    assert int(rlx.jit(lambda a: a.sum())(a)) == 400
+    assert rlx.jit(lambda a: a.max())(a).dtype == np.int8
+    np.testing.assert_array_equal(rlx.jit(lambda a: rlx.nn.cumsum(a))(a), [100, 200, 300, 400])
+
+
+def test_scales_from_an_inner_trace():
+    """x from the enclosing trace, the scale from the inner one (jacrev, grad, vmap)."""
+    x = _x((4, 3))
+    s = np.float32(0.2)
+    jac = rlx.jacrev(lambda s, x: rlx.quant.fake_quantize_lsq(x, s).sum(0))(s, x)
+    assert jac.shape == (3,)
+    g = rlx.jit(lambda x, s: rlx.grad(
+        lambda s: (rlx.quant.fake_quantize(x, scale=s) ** 2).sum())(s))(x, s)
+    assert np.isfinite(g)
+    y = rlx.jit(lambda x, s: rlx.vmap(lambda s: rlx.quant.fake_quantize_lsq(x, s))(
+        s * np.ones(3, np.float32)))(x, s)
+    np.testing.assert_array_equal(y[1], rlx.quant.fake_quantize_lsq(x, s))
+
+
+def test_per_example_channel_scales_batch_without_unrolling():
+    """vmap folds the batch into the channel axis: one op, any batch size."""
+    xs = _x((64, 6, 5))
+    scales = np.random.default_rng(7).uniform(0.05, 0.3, (64, 5)).astype(np.float32)
+
+    def lsq(x, s):
+        return rlx.quant.fake_quantize_lsq(x, s, bits=4, axis=1)
+
+    step_grad = rlx.grad(lambda x, s: (lsq(x, s) ** 2).sum(), argnums=1)
+    traced = rlx.trace(rlx.vmap(step_grad), (xs, scales))
+    assert traced.as_text().count("rlx.fake_quantize_lsq_backward_scale") == 1
+    got = rlx.jit(rlx.vmap(step_grad))(xs, scales)
+    expected = np.stack([step_grad(x, s) for x, s in zip(xs[:4], scales[:4], strict=True)])
+    np.testing.assert_allclose(got[:4], expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(rlx.vmap(lsq)(xs, scales)[2], lsq(xs[2], scales[2]))
+
+
+def test_halves_and_numpy_integer_arguments():
+    import ml_dtypes
+
+    x = _x()
+    assert rlx.quant.fake_quantize(x.astype(ml_dtypes.bfloat16), bits=4).dtype == \
+        ml_dtypes.bfloat16
+    q = rlx.quant.quantize(x, 0.1)
+    assert rlx.quant.dequantize(q, 0.1, dtype="bf16").dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(rlx.quant.fake_quantize(x, axis=np.int64(1)),
+                                  rlx.quant.fake_quantize(x, axis=1))
+
+
+def test_fake_quantize_gradients_are_reported_as_surrogates():
+    from rlx_mlir.testing import check_grads
+
+    traced = rlx.trace(lambda x, s: (rlx.quant.fake_quantize_lsq(x, s) ** 2).sum(),
+                       (_x(), np.float32(0.1)))
+    report = check_grads(traced.module, traced.name)
+    assert report.ok and all("straight-through" in (a.unchecked or "") for a in report.args)

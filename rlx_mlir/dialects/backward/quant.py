@@ -36,6 +36,7 @@ from rlx_mlir.dialects.quant import (
     q_max,
     quantized_level,
     round_half_away,
+    vmap_quant,
 )
 from rlx_mlir.rules import INTERPRET, JVP, LOWER, VJP, VMAP
 
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from rlx_mlir.builder import Tensor
     from rlx_mlir.transforms.autodiff import VjpContext
     from rlx_mlir.transforms.jvp import JvpContext
-    from rlx_mlir.transforms.vmap import VmapContext
 
 
 def _check_like(op_name: str, x: TensorType, dy: TensorType) -> tuple[str, tuple[int, ...]]:
@@ -194,31 +194,13 @@ def _jvp_linear_in_dy(ctx: JvpContext, op: RlxOp, *tangents) -> list[Tensor | No
     return [ctx.b.emit(op.name.removeprefix("rlx."), *operands, **_attrs(op))]
 
 
-@VMAP.register(FakeQuantizeLsqBackwardScaleOp)
-def _vmap_lsq_scale(ctx: VmapContext, op: RlxOp, xs, batched) -> list[Tensor]:
-    """A sum over each example's elements: once per example."""
-    return ctx.unroll(op, xs, batched)
-
-
-@VMAP.register(FakeQuantizeBackwardOp, FakeQuantizeLsqBackwardXOp)
-def _vmap_backward(ctx: VmapContext, op: RlxOp, xs, batched) -> list[Tensor]:
-    """As the forward ops: the scale is per example when its operand is batched (or, with
-    no scale operand, when x is)."""
-    scale_index, dy_index = (2, 1) if isinstance(op, FakeQuantizeBackwardOp) else (1, 2)
-    per_example = batched[scale_index] if len(xs) > scale_index else batched[0]
-    axis = op.attr("axis")
-    if per_example and axis is not None:
-        return ctx.unroll(op, xs, batched)
-    if per_example:
-        lifted = ctx.lift_all(xs, batched)
-        if len(lifted) > scale_index:
-            lifted[scale_index] = lifted[scale_index].reshape((ctx.size,))
-        return ctx.emit_like(op, lifted, axis=0)
-    rank = len(shape_of(op.operands[0].type))
-    moved = {} if axis is None else {"axis": axis % rank + 1}
-    operands = [ctx.lift(x, b) if i in (0, dy_index) else x
-                for i, (x, b) in enumerate(zip(xs, batched, strict=True))]
-    return ctx.emit_like(op, operands, **moved)
+VMAP.register(FakeQuantizeBackwardOp)(
+    lambda ctx, op, xs, batched: vmap_quant(ctx, op, xs, batched, data=[0, 1]))
+VMAP.register(FakeQuantizeLsqBackwardXOp)(
+    lambda ctx, op, xs, batched: vmap_quant(ctx, op, xs, batched, data=[0, 2]))
+VMAP.register(FakeQuantizeLsqBackwardScaleOp)(
+    lambda ctx, op, xs, batched: vmap_quant(ctx, op, xs, batched, data=[0, 2],
+                                            result_is_scale=True))
 
 
 # ---------------------------------------------------------------- lowering
