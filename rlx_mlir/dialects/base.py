@@ -86,6 +86,9 @@ COMPLEX_OF = {"f32": "c64", "f64": "c128"}
 REAL_OF = {c: f for f, c in COMPLEX_OF.items()}
 
 
+_STORAGE_TYPES = tuple(DTYPES[d] for d in STORAGE_DTYPES)
+
+
 class ShapeError(VerifyException):
     """An operand or attribute that the op's shape rule rejects."""
 
@@ -282,7 +285,7 @@ class RlxOp(IRDLOperation):
         if cls.TAKES_STORAGE:
             return
         for t in types:
-            if isinstance(t, TensorType) and dtype_of(t) in STORAGE_DTYPES:
+            if isinstance(t, TensorType) and t.element_type in _STORAGE_TYPES:
                 wide = STORAGE_DTYPES[dtype_of(t)]
                 raise ShapeError(
                     f"'{cls.name}' does not compute in {dtype_of(t)}, got {t}: f16, bf16 and "
