@@ -246,14 +246,20 @@ def _direct_dft(e: Any, x: SSAValue, tables, scale: float) -> SSAValue:
     return e.elementwise([summed], etype, lambda s, v: _scaled(s, v, scale))
 
 
+Planes = tuple[SSAValue, SSAValue]
+
+
+def _stockham_planes(e: Any, re: SSAValue, im: SSAValue, inverse: bool) -> Planes:
+    """The unscaled radix-2 transform of power-of-two planes: log2 N stage loops."""
+    for stage in range(shape_of(re.type)[-1].bit_length() - 1):
+        re, im = _stockham_stage(e, re, im, 1 << stage, inverse)
+    return re, im
+
+
 def _stockham_rows(e: Any, x: SSAValue, inverse: bool, scale: float) -> SSAValue:
     """The radix-2 transform of a power-of-two last axis: split into real and imaginary
     planes, log2 N stage loops on them (vectorized), joined (and scaled) again."""
-    n = shape_of(x.type)[-1]
-    re, im = _split_parts(e, x)
-    for stage in range(n.bit_length() - 1):
-        re, im = _stockham_stage(e, re, im, 1 << stage, inverse)
-    return _joined(e, re, im, scale)
+    return _joined(e, *_stockham_planes(e, *_split_parts(e, x), inverse), scale)
 
 
 BLOCK_BYTES = 1 << 17
@@ -289,38 +295,43 @@ def _blocked(e: Any, x: SSAValue, width: int, rows_fn: Any) -> SSAValue:
     return e.reshape(out, shape)
 
 
-def _complex_table(e: Any, values: np.ndarray, part: str) -> tuple[SSAValue, SSAValue]:
-    dtype = NUMPY_DTYPES[part]
-    return e.constant(values.real.astype(dtype)), e.constant(values.imag.astype(dtype))
+def _times_table(e: Any, re: SSAValue, im: SSAValue, table: np.ndarray) -> Planes:
+    """The planes of ``(re + i im) * t`` for a complex numpy table ``t`` over the last
+    axis (a constant of the planes' type; one two-result generic)."""
+    shape, part = shape_of(re.type), dtype_of(re.type)
+    rank = len(shape)
+    cos, sin = (e.constant(v.astype(NUMPY_DTYPES[part])) for v in (table.real, table.imag))
+    last = AffineMap(rank, 0, (AffineExpr.dimension(rank - 1),))
+    maps = [AffineMap.identity(rank)] * 2 + [last] * 2 + [AffineMap.identity(rank)] * 2
 
+    def body(s: Any, a: Any, b: Any, c: Any, d: Any, _r: Any, _i: Any) -> list[Any]:
+        return [s.sub(s.mul(a, c), s.mul(b, d)), s.add(s.mul(a, d), s.mul(b, c))]
 
-def _times_table(e: Any, x: SSAValue, table: tuple[SSAValue, SSAValue]) -> SSAValue:
-    """``x * t`` with the complex table ``t`` (a constant over the last axis)."""
-    return e.elementwise([x, *table], x.type.element_type,
-                         lambda s, v, re, im: s.mul(v, s.make_complex(re, im)))
+    outs = [e.empty(shape, re.type.element_type) for _ in range(2)]
+    op = e.generic([re, im, cos, sin], outs, maps, ["parallel"] * rank, body)
+    return op.results[0], op.results[1]
 
 
 def _bluestein_rows(e: Any, x: SSAValue, inverse: bool, scale: float) -> SSAValue:
     """Any N as a power-of-two convolution (chirp z): with ``w[n] = exp(-+i pi n^2 / N)``,
-    ``y = w (conv(x w, conj w))[:N]``; the chirp's transform is computed here in f64, and
-    ``n^2`` is reduced mod 2N first, so the angles stay exact."""
+    ``y = w (conv(x w, conj w))[:N]``, on real/imaginary planes throughout; the chirp's
+    transform is computed here in f64, and ``n^2`` is reduced mod 2N first, so the angles
+    stay exact."""
     shape = shape_of(x.type)
-    n, part = shape[-1], REAL_OF[dtype_of(x.type)]
-    size = _bluestein_size(n)
+    n, size = shape[-1], _bluestein_size(shape[-1])
     sign = 1.0 if inverse else -1.0
     steps = np.arange(n, dtype=np.int64)
     chirp = np.exp(sign * 1j * np.pi * ((steps * steps) % (2 * n)) / n)
     distance = np.minimum(np.arange(size), size - np.arange(size))
     kernel = np.where(distance < n, np.exp(-sign * 1j * np.pi * ((distance * distance) % (2 * n))
                                            / n), 0.0)
-    padded = e.insert_slice(_times_table(e, x, _complex_table(e, chirp, part)),
-                            e.fill(0, (*shape[:-1], size), x.type.element_type),
-                            [0] * len(shape))
-    spectrum = _times_table(e, _stockham_rows(e, padded, False, 1.0),
-                            _complex_table(e, np.fft.fft(kernel), part))
-    convolved = _stockham_rows(e, spectrum, True, 1.0 / size)
-    head = e.extract_slice(convolved, [0] * len(shape), shape)
-    return _times_table(e, head, _complex_table(e, chirp * scale, part))
+    zeros = [0] * len(shape)
+    padded = [e.insert_slice(p, e.fill(0.0, (*shape[:-1], size), p.type.element_type), zeros)
+              for p in _times_table(e, *_split_parts(e, x), chirp)]
+    spectrum = _times_table(e, *_stockham_planes(e, *padded, False), np.fft.fft(kernel))
+    convolved = _stockham_planes(e, *spectrum, True)
+    heads = [e.extract_slice(p, zeros, shape) for p in convolved]
+    return _joined(e, *_times_table(e, *heads, chirp * (scale / size)), 1.0)
 
 
 def _bluestein_size(n: int) -> int:
