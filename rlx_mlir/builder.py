@@ -445,10 +445,11 @@ class Tensor:
 
     def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
         """numpy's ``var`` (``ddof=1``: the unbiased estimate); integers average as f32."""
-        x = self.astype("f32") if self.dtype not in REAL_FLOAT_DTYPES else self
+        x = self.astype("f32") if self.dtype not in FLOAT_DTYPES else self
         centred = x - x.mean(axis, keepdims=True)
         count = int(np.prod([x.shape[a] for a in _axes_of(axis, x.ndim)]))
-        return (centred * centred).sum(axis, keepdims=keepdims) / float(max(count - ddof, 0))
+        out = (centred * centred).sum(axis, keepdims=keepdims) / float(max(count - ddof, 0))
+        return out.astype(self.dtype) if self.dtype in HALF_DTYPES else out  # one rounding
 
     def std(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
         """numpy's ``std``: the square root of :meth:`var`."""
@@ -502,6 +503,8 @@ class Tensor:
         an integer Tensor or numpy integer array on the leading axis (``gather``)."""
         from rlx_mlir.frontend.indexing import getitem
 
+        if isinstance(index, Tensor) and index.dtype == "i8":
+            index = index.astype("i32")
         if isinstance(index, Tensor) and index.dtype not in INT_DTYPES:
             raise RlxError(_INDEX_DTYPE_HINT.get(index.dtype, "index tensors must have an "
                            f"integer dtype, got {index.dtype}"),
@@ -1138,6 +1141,10 @@ def _widened(op_cls: type, values: Sequence[SSAValue], out: Sequence[TensorType]
     (None when several mix)."""
     if op_cls.TAKES_STORAGE:
         return None, False
+    dtypes = {dtype_of(t) for t in [v.type for v in values] + list(out or ())
+              if isinstance(t, TensorType)}
+    if dtypes & {STORAGE_DTYPES[d] for d in dtypes & set(STORAGE_DTYPES)}:
+        return None, bool(dtypes & set(STORAGE_DTYPES))  # a wide operand: stay wide
     types = [v.type for v in values] + list(out or ())
     halves = {dtype_of(t) for t in types if isinstance(t, TensorType)} & set(STORAGE_DTYPES)
     return (next(iter(halves)) if len(halves) == 1 else None), bool(halves)

@@ -133,8 +133,11 @@ def _axes(caller: str, x: Tensor, s: Any, axes: Any) -> tuple[list[int], list[in
     ``len(s)``, or all) and a length per axis (None: as it is)."""
     if axes is None:
         axes = list(range(-len(s), 0)) if s is not None else list(range(x.ndim))
-    axes = [_axis(_integer(a), x.ndim, caller)
-            for a in ([axes] if isinstance(_integer(axes), int) else axes)]
+    if isinstance(_integer(axes), int):
+        axes = [axes]
+    if not isinstance(axes, (list, tuple, range)):
+        raise _error(f"{caller}: axes must be an int or a sequence of ints, got {axes!r}")
+    axes = [_axis(_integer(a), x.ndim, caller) for a in axes]
     if len(set(axes)) != len(axes):
         raise _error(f"{caller}: repeated axes {axes}")
     sizes = [None] * len(axes) if s is None else [_integer(n) for n in s]
@@ -196,14 +199,21 @@ def _rolled(x: Tensor, axes: Any, shift_of, caller: str) -> Tensor:
     return x
 
 
+def _length(caller: str, n: Any) -> int:
+    n = _integer(n)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise _error(f"{caller}: n must be a positive int, got {n!r}")
+    return int(n)
+
+
 def fftfreq(n: int, d: float = 1.0) -> np.ndarray:
-    """The sample frequencies of an ``n``-point transform (numpy's, as f32)."""
-    return np.fft.fftfreq(n, d).astype(np.float32)
+    """The sample frequencies of an ``n``-point transform (numpy's values, as f32)."""
+    return np.fft.fftfreq(_length("fftfreq", n), d).astype(np.float32)
 
 
 def rfftfreq(n: int, d: float = 1.0) -> np.ndarray:
-    """The non-negative frequencies :func:`rfft` returns (numpy's, as f32)."""
-    return np.fft.rfftfreq(n, d).astype(np.float32)
+    """The non-negative frequencies :func:`rfft` returns (numpy's values, as f32)."""
+    return np.fft.rfftfreq(_length("rfftfreq", n), d).astype(np.float32)
 
 
 fft, ifft, rfft, irfft, fftn, ifftn, fft2, ifft2, fftshift, ifftshift = (

@@ -50,7 +50,8 @@ def _integer(value):
 
 def _inexact(x: Tensor) -> Tensor:
     """An integer or bool tensor as f32 (JAX promotes them so for ``exp``, ``tanh``, ...)."""
-    return x.astype("f32") if isinstance(x, Tensor) and x.dtype in ("i1", "i32", "i64") else x
+    return x.astype("f32") if isinstance(x, Tensor) and x.dtype in (
+        "i1", "i8", "i32", "i64") else x
 
 
 def relu(x: Tensor) -> Tensor:
@@ -308,7 +309,7 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
 
     >>> values, ids = rlx.nn.top_k(logits, 5)               # doctest: +SKIP
     """
-    if not isinstance(x, Tensor) or x.ndim == 0 or x.dtype not in (*REAL_FLOAT_DTYPES, "i32", "i64"):
+    if not isinstance(x, Tensor) or x.ndim == 0 or x.dtype not in (*REAL_FLOAT_DTYPES, "i8", "i32", "i64"):
         what = f"{x.dtype}{list(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
         raise RlxError(f"top_k takes a real or integer tensor of rank >= 1; got {what}",
                        loc=loc_from_attr(_user_location()))
@@ -335,7 +336,8 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
         values.append(_picked(x, chosen, lowest, floating))
         indices.append(index[..., 0])
         taken = chosen if taken is None else taken | chosen
-    return stack(values, axis=-1), stack(indices, axis=-1)
+    values = stack(values, axis=-1)
+    return values.astype(x.dtype) if values.dtype != x.dtype else values, stack(indices, axis=-1)
 
 
 def _picked(x: Tensor, chosen: Tensor, lowest: float, floating: bool) -> Tensor:

@@ -46,6 +46,8 @@ def _per_channel(caller: str, value: Any, b: Builder, like: Tensor, axis: int | 
     from rlx_mlir.dialects.base import NUMPY_DTYPES
 
     if isinstance(value, Tensor):
+        if dtype == "i32" and value.dtype not in ("i8", "i32", "i64"):
+            raise _error(f"{caller}: {what} must be an integer tensor, got {value.dtype}")
         tensor = value if value.dtype == dtype else value.astype(dtype)
     else:
         array = _constant_array(caller, value, dtype, what)
@@ -130,8 +132,10 @@ def qmatmul(x: Tensor, w: Tensor, bias: Any = None, multiplier: float = 1.0,
         w = x.builder.constant(np.asarray(w)) if np.asarray(w).dtype == np.int8 else w
     for name, t in (("x", x), ("w", w)):
         if not isinstance(t, Tensor) or t.dtype != "i8" or t.ndim != 2:
+            shape = f"{np.asarray(t).dtype}{list(np.shape(t))}"
             got = f"{t.dtype}{list(t.shape)}" if isinstance(t, Tensor) else (
-                f"{np.asarray(t).dtype}{list(np.shape(t))}")
+                f"a numpy {shape} (inside a trace, pass x as a traced tensor)"
+                if name == "x" else shape)
             raise _error(f"qmatmul: {name} must be a 2-d i8 array, got {got}")
     if bias is None:
         bias = np.zeros(w.shape[1], np.int32)
@@ -141,8 +145,13 @@ def qmatmul(x: Tensor, w: Tensor, bias: Any = None, multiplier: float = 1.0,
     for name, zp in (("x_zero_point", x_zero_point), ("w_zero_point", w_zero_point),
                      ("out_zero_point", out_zero_point)):
         zp = _integer(zp)
-        if isinstance(zp, bool) or not isinstance(zp, (int, np.integer)):
-            raise _error(f"qmatmul: {name} must be an int, got {zp!r}")
+        if isinstance(zp, bool) or not isinstance(zp, (int, np.integer)) or \
+                not -128 <= zp <= 127:
+            raise _error(f"qmatmul: {name} must be an int in [-128, 127], got {zp!r}")
+    multiplier = _integer(multiplier)
+    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float, np.number)) \
+            or not np.isfinite(multiplier) or multiplier <= 0:
+        raise _error(f"qmatmul: multiplier must be a positive number, got {multiplier!r}")
     return builder.qmatmul(x, w, b, x_zp=int(_integer(x_zero_point)),
                            w_zp=int(_integer(w_zero_point)),
                            out_zp=int(_integer(out_zero_point)), mult=float(multiplier))
@@ -175,6 +184,6 @@ def fake_quantize_lsq(x: Tensor, scale: Any, bits: int = 8, axis: int | None = N
     return b.fake_quantize_lsq(x, s, bits=_bits("fake_quantize_lsq", bits), axis=a)
 
 
-quantize, dequantize, qmatmul, fake_quantize, fake_quantize_lsq = (
-    _eager(_half_in_f32(f))
-    for f in (quantize, dequantize, qmatmul, fake_quantize, fake_quantize_lsq))
+quantize, qmatmul, fake_quantize, fake_quantize_lsq = (
+    _eager(_half_in_f32(f)) for f in (quantize, qmatmul, fake_quantize, fake_quantize_lsq))
+dequantize = _eager(dequantize)  # its dtype argument decides the result's

@@ -150,8 +150,12 @@ def _gelu_approx(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))
 
 
-def _round_half_away(x: np.ndarray) -> np.ndarray:
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """Round half away from zero, exactly: ``floor(|x| + 0.5)`` would round 0.49999997
+    up (the add rounds to 1.0)."""
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
 
 
 ACTIVATIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
@@ -171,7 +175,7 @@ ACTIVATIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
     "cos": (np.cos, "cos(x)"),
     "tan": (np.tan, "tan(x)"),
     "atan": (np.arctan, "atan(x)"),
-    "round": (_round_half_away, "round half away from zero"),
+    "round": (round_half_away, "round half away from zero"),
 }
 SURROGATE_GRADIENTS = {"round": "straight-through: gradient 1, not its derivative 0"}
 """Activations whose gradient is by design not their derivative: gradient checks against
@@ -311,7 +315,7 @@ class CastOp(RlxOp):
 def _interpret_cast(op: CastOp, x: np.ndarray) -> np.ndarray:
     target = numpy_dtype(op.result.type)
     if is_real_float(x.dtype) and target.kind in "iu":
-        x = _round_half_away(x)
+        x = round_half_away(x)
         if target.itemsize < 4:  # to i8 through i32 (wrapping), as native code
             x = x.astype(np.int32)
     if target == np.bool_:

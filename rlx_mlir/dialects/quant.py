@@ -44,6 +44,7 @@ from rlx_mlir.dialects.base import (
     shape_of,
     tensor,
 )
+from rlx_mlir.dialects.elementwise import round_half_away
 from rlx_mlir.rules import INTERPRET, JVP, LOWER, VJP, VMAP
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def check_ste(attrs: dict[str, Any]) -> str:
     return ste
 
 
-def expect_float_x(op_name: str, t: TensorType, what: str = "x") -> str:
+def expect_float_x(t: TensorType, what: str = "x") -> str:
     dtype = dtype_of(t)
     if dtype not in FLOAT_DTYPES:
         raise ShapeError(f"{what} must be f32 or f64, got {t}")
@@ -102,10 +103,6 @@ def keep_dims_shape(x_shape: Sequence[int], axis: int | None) -> tuple[int, ...]
 
 
 # ---------------------------------------------------------------- numpy math (interpreter)
-
-
-def round_half_away(x: np.ndarray) -> np.ndarray:
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
 def as_channels(value: np.ndarray, x_shape: Sequence[int], axis: int | None) -> np.ndarray:
@@ -151,11 +148,11 @@ class AffineQuantOp(RlxOp):
         x, scale, zero_point = types
         shape = shape_of(x)
         if cls.QUANTIZES:
-            dtype = expect_float_x(cls.name, x)
+            dtype = expect_float_x(x)
         elif dtype_of(x) != "i8":
             raise ShapeError(f"q must be i8, got {x}")
         else:
-            dtype = expect_float_x(cls.name, scale, "scale")
+            dtype = expect_float_x(scale, "scale")
         axis = channel_axis(attrs, shape)
         check_channel_operand(scale, shape, axis, "scale", dtype)
         check_channel_operand(zero_point, shape, axis, "zero_point", "i32")
@@ -180,8 +177,9 @@ class DequantizeOp(AffineQuantOp):
 @irdl_op_definition
 class QMatMulOp(RlxOp):
     """Integer matmul (SPEC 2.3.1 ``QMatMul``): ``acc = bias + sum_k (x - x_zp)(w - w_zp)``
-    in i32, then ``clamp(round(acc * mult) + out_zp, -128, 127)`` as i8 (the product in
-    f64, rounded half away from zero). ``x [M, K]``, ``w [K, N]`` i8; ``bias [N]`` i32."""
+    in i32, then ``clamp(round(acc * mult) + out_zp, -128, 127)`` as i8 (``mult`` is an
+    f32 attribute; the product is taken in f64 and rounded half away from zero).
+    ``x [M, K]``, ``w [K, N]`` i8; ``bias [N]`` i32; zero points in [-128, 127]."""
 
     name = "rlx.qmatmul"
     TAKES_STORAGE: ClassVar[bool] = True
@@ -207,8 +205,12 @@ class QMatMulOp(RlxOp):
         if dtype_of(bias) != "i32" or shape_of(bias) != (n,):
             raise ShapeError(f"bias must be i32 of shape [{n}], got {bias}")
         for name in ("x_zp", "w_zp", "out_zp"):
-            optional(attrs, name, int, 0)
-        require(attrs, "mult", float)
+            if not -128 <= optional(attrs, name, int, 0) <= 127:
+                raise ShapeError(f"{name} must be in [-128, 127] (an i8 zero point), got "
+                                 f"{attrs[name]}")
+        mult = require(attrs, "mult", float)
+        if not (np.isfinite(mult) and mult > 0):
+            raise ShapeError(f"mult must be a finite positive number, got {mult}")
         return [tensor((m, n), "i8")]
 
 
@@ -275,7 +277,7 @@ class FakeQuantizeOp(RlxOp):
     @classmethod
     def infer(cls, types, attrs, out):
         x, *scale = types
-        dtype, shape = expect_float_x(cls.name, x), shape_of(x)
+        dtype, shape = expect_float_x(x), shape_of(x)
         q_max(attrs)
         check_ste(attrs)
         axis = channel_axis(attrs, shape)
@@ -298,7 +300,7 @@ class FakeQuantizeLsqOp(RlxOp):
     @classmethod
     def infer(cls, types, attrs, out):
         x, scale = types
-        dtype, shape = expect_float_x(cls.name, x), shape_of(x)
+        dtype, shape = expect_float_x(x), shape_of(x)
         q_max(attrs)
         check_channel_operand(scale, shape, channel_axis(attrs, shape), "scale", dtype)
         return [x]

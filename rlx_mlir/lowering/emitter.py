@@ -512,8 +512,9 @@ class Emitter:
         return self.div(self.select(self.cmp("ge", x, 0.0), 1.0, e), self.add(e, 1.0))
 
     def round_half_away(self, x: Value) -> Value:
-        """``sign(x) * floor(|x| + 0.5)``."""
-        return self.copysign(self.floor(self.add(self.abs(x), 0.5)), x)
+        """``math.round``: half away from zero, exactly (``floor(|x| + 0.5)`` rounds
+        0.49999997 up, the add rounding to 1.0)."""
+        return self.emit(math.RoundOp(x))
 
     def cmp(self, predicate: str, a: Scalar, b: Scalar) -> Value:
         """``eq ne lt le gt ge`` -> i1 (floats ordered except ``ne``; i1 unsigned)."""

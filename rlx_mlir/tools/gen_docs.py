@@ -59,9 +59,9 @@ def dialect_reference() -> str:
         "Every op prints as `%r = rlx.op %a, %b {attrs} : (operand types) -> result type`;",
         "the generic form (`\"rlx.op\"(%a, %b) {attrs} : (...) -> ...`) parses too.",
         "Element types: f32, f64, i1, i32, i64, c64 (`complex<f32>`) and c128",
-        "(`complex<f64>`), as each op allows; f16 and bf16 are storage types, taken only by",
-        "`rlx.cast`, `rlx.constant`, function signatures and control-flow carries (any other",
-        "op on them is a verifier error: cast to f32 to compute).",
+        "(`complex<f64>`), as each op allows; f16, bf16 and i8 are storage types, taken only",
+        "by `rlx.cast`, `rlx.constant`, function signatures, control-flow carries and the",
+        "quantization ops (any other op on them is a verifier error: cast to f32 or i32).",
         "",
     ]
     for family, module in FAMILIES.items():

@@ -282,3 +282,22 @@ def test_saved_bf16_arrays_are_accepted(tmp_path):
     x = b.input("x", (3,), "bf16")
     b.ret(b.cast(x, "f32"))
     np.testing.assert_array_equal(rlx.compile(b.module)(loaded)[0], [1.5, 2.0, 3.0])
+
+
+def test_mixed_storage_and_wide_operands_stay_wide():
+    """A wide operand next to a storage one (not promoted by an operator) keeps the wide
+    dtype: nothing narrows it back."""
+    a, b = np.array([1, 2], np.int8), np.array([1000, 70000], np.int32)
+    joined = rlx.jit(lambda a, b: rlx.nn.concat([a, b]))(a, b)
+    assert joined.dtype == np.int32 and list(joined) == [1, 2, 1000, 70000]
+    assert rlx.jit(lambda a, b: rlx.nn.stack([a, b]))(a, b).dtype == np.int32
+    h = np.array([200, -200, 200, -200], np.float16)
+    assert float(rlx.jit(lambda x: x.var())(h)) == 40000.0  # f32 inside, rounded once
+
+
+def test_round_half_away_is_exact():
+    x = np.array([0.49999997, -0.49999997, 0.5, -2.5, 8388609.0], np.float32)
+    for got in _native_and_interpreted(lambda x: x.builder.round(x), x):
+        np.testing.assert_array_equal(got, [0, -0, 1, -3, 8388609])
+    q = rlx.jit(lambda x: rlx.quant.quantize(x, 1.0))(np.float32([0.49999997]))
+    assert int(q[0]) == 0

@@ -89,7 +89,8 @@ def test_fake_quantize_matches_torch(bits, axis):
             axis, -qmax, qmax)
     np.testing.assert_allclose(got, expected.numpy(), rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(got, interpreted)
-    assert len(np.unique(got)) <= 2 * qmax + 1 if axis is None else True
+    columns = [got] if axis is None else np.moveaxis(got, axis, 0)
+    assert all(len(np.unique(c)) <= 2 * qmax + 1 for c in columns)
 
 
 @pytest.mark.parametrize("ste", STES)
@@ -280,3 +281,19 @@ def test_fake_quantize_gradients_are_reported_as_surrogates():
                        (_x(), np.float32(0.1)))
     report = check_grads(traced.module, traced.name)
     assert report.ok and all("straight-through" in (a.unchecked or "") for a in report.args)
+
+
+def test_qmatmul_and_dequantize_arguments():
+    q = np.ones((2, 3), np.int8)
+    with pytest.raises(rlx.RlxError, match=r"x_zero_point must be an int in \[-128, 127\]"):
+        rlx.quant.qmatmul(q, q.T.copy(), x_zero_point=2**40)
+    with pytest.raises(rlx.RlxError, match="multiplier must be a positive number"):
+        rlx.quant.qmatmul(q, q.T.copy(), multiplier="x")
+    with pytest.raises(rlx.RlxError, match="zero_point must be an integer tensor"):
+        rlx.jit(lambda x, z: rlx.quant.quantize(x, 0.1, z))(_x(), np.float32(2.7))
+    import ml_dtypes
+
+    half_scale = np.float32(0.1).astype(ml_dtypes.bfloat16)
+    assert rlx.jit(lambda q, s: rlx.quant.dequantize(q, s, dtype="f32"))(
+        q, half_scale).dtype == np.float32
+    assert rlx.jit(lambda a: rlx.nn.top_k(a, 1))(np.array([3, 1], np.int8))[0].dtype == np.int8

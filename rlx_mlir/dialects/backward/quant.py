@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 
 def _check_like(op_name: str, x: TensorType, dy: TensorType) -> tuple[str, tuple[int, ...]]:
-    dtype = expect_float_x(op_name, x)
+    dtype = expect_float_x(x)
     if dy != x:
         raise ShapeError(f"dy must have the type of x ({x}), got {dy}")
     return dtype, shape_of(x)
@@ -158,21 +158,17 @@ def _interpret_lsq_scale(op: RlxOp, x, scale, dy) -> np.ndarray:
 # ---------------------------------------------------------------- VJP / JVP (linear in dy)
 
 
-def _attrs(op: RlxOp) -> dict[str, Any]:
-    return op.py_attrs()
-
-
 @VJP.register(FakeQuantizeBackwardOp)
 def _vjp_backward(ctx: VjpContext, op: RlxOp, g: Tensor) -> list[Tensor | None]:
     x, _, *scale = ctx.inputs(op)
-    dy = ctx.b.fake_quantize_backward(x, g, *scale, **_attrs(op))
+    dy = ctx.b.fake_quantize_backward(x, g, *scale, **op.py_attrs())
     return [None, dy, *([None] * len(scale))]
 
 
 @VJP.register(FakeQuantizeLsqBackwardXOp)
 def _vjp_lsq_x(ctx: VjpContext, op: RlxOp, g: Tensor) -> list[Tensor | None]:
     x, scale, _ = ctx.inputs(op)
-    return [None, None, ctx.b.fake_quantize_lsq_backward_x(x, scale, g, **_attrs(op))]
+    return [None, None, ctx.b.fake_quantize_lsq_backward_x(x, scale, g, **op.py_attrs())]
 
 
 @VJP.register(FakeQuantizeLsqBackwardScaleOp)
@@ -191,7 +187,7 @@ def _jvp_linear_in_dy(ctx: JvpContext, op: RlxOp, *tangents) -> list[Tensor | No
         return [None]
     operands = list(ctx.inputs(op))
     operands[dy_index] = t
-    return [ctx.b.emit(op.name.removeprefix("rlx."), *operands, **_attrs(op))]
+    return [ctx.b.emit(op.name.removeprefix("rlx."), *operands, **op.py_attrs())]
 
 
 VMAP.register(FakeQuantizeBackwardOp)(
