@@ -610,7 +610,7 @@ class Builder:
         values = [self._value(o) for o in operands if o is not None]
         half, widen = _widened(op_cls, values, out)
         if widen:
-            return self._emit_widened(op_name, values, out, half, attrs)
+            return self._emit_widened(op_cls, values, out, half, attrs)
         loc = self.location if self.location is not None else _user_location()
         try:
             _check_operand_count(op_cls, len(values))
@@ -623,7 +623,7 @@ class Builder:
         results = tuple(Tensor(self, r) for r in op.results)
         return results[0] if len(results) == 1 else results
 
-    def _emit_widened(self, op_name: str, values: Sequence[SSAValue],
+    def _emit_widened(self, op_cls: type, values: Sequence[SSAValue],
                       out: Sequence[TensorType] | None, narrow: str | None,
                       attrs: dict[str, Any]) -> Tensor | tuple[Tensor, ...]:
         """f16/bf16/i8 are storage types: cast the operands to f32/i32, run the op, and
@@ -634,10 +634,10 @@ class Builder:
 
         operands = [self.cast(Tensor(self, v), STORAGE_DTYPES[dtype_of(v.type)])
                     if dtype_of(v.type) in STORAGE_DTYPES else Tensor(self, v) for v in values]
-        result = self.emit(op_name, *operands,
+        result = self.emit(op_cls.name.removeprefix("rlx."), *operands,
                            out=None if out is None else [wide(t) for t in out], **attrs)
         results = result if isinstance(result, tuple) else (result,)
-        if narrow == "i8" and op_name in _WIDENING_INTEGER_OPS:
+        if narrow == "i8" and op_cls.ACCUMULATES:
             return result  # sums of i8 are i32, as JAX's (numpy's are i64)
         back = STORAGE_DTYPES.get(narrow or "")
         narrowed = tuple(r.astype(narrow) if back and r.dtype == back else r for r in results)
@@ -1117,12 +1117,11 @@ def _float_for(value: Any) -> str:
 
 def _is_inexact(dtype: str) -> bool:
     """A float or complex dtype (numpy's "inexact")."""
-    return dtype in (*FLOAT_DTYPES, *HALF_DTYPES, *COMPLEX_DTYPES)
+    return dtype in (*REAL_FLOAT_DTYPES, *COMPLEX_DTYPES)
 
 
 _FLOAT_RANK = {"f16": 1, "bf16": 1, "f32": 2, "f64": 3}
-_WIDENING_INTEGER_OPS = ("reduce_sum", "reduce_prod", "cumsum")
-"""Ops whose i8 results stay i32 (accumulations; every other op wraps back to i8)."""
+
 
 
 def _float_result(a: str, b: str) -> str:

@@ -219,10 +219,10 @@ def logsumexp(x: Tensor, axis: int | Sequence[int] | None = None,
 def one_hot(ids: Tensor, num_classes: int, dtype: str = "f32") -> Tensor:
     """``[..., num_classes]``: 1 at each id's class, 0 elsewhere (and for ids outside
     ``[0, num_classes)``), as jax.nn.one_hot."""
-    from rlx_mlir.dialects.base import FLOAT_DTYPES, HALF_DTYPES, NUMPY_DTYPES
+    from rlx_mlir.dialects.base import NUMPY_DTYPES
 
-    if dtype not in (*FLOAT_DTYPES, *HALF_DTYPES):
-        raise RlxError(f"one_hot: dtype must be one of {', '.join(FLOAT_DTYPES + HALF_DTYPES)}; got "
+    if dtype not in REAL_FLOAT_DTYPES:
+        raise RlxError(f"one_hot: dtype must be one of {', '.join(REAL_FLOAT_DTYPES)}; got "
                        f"{dtype!r}", loc=loc_from_attr(_user_location()))
     classes = np.arange(num_classes, dtype=np.int32 if ids.dtype == "i32" else np.int64)
     hit = ids.reshape((*ids.shape, 1)) == classes
@@ -374,7 +374,7 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
     xs = list(xs)
     b = _b(*xs)
     dtypes = {x.dtype for x in xs if isinstance(x, Tensor)}
-    inexact = dtypes & {"f32", "f64", "f16", "bf16", "c64", "c128"}
+    inexact = dtypes & {*REAL_FLOAT_DTYPES, "c64", "c128"}
     if inexact and (len(inexact) > 1 or len(dtypes) > 1):
         # f32 with f64 is f64, real with complex complex, integers take the float: as the
         # operators (and JAX)
@@ -386,7 +386,7 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
         if not isinstance(x, np.ndarray):
             return x  # a Tensor, or anything else for the builder to reject
         floats_into_ints = x.dtype.kind in "fc" and like.dtype not in (
-            "f32", "f64", "f16", "bf16", "c64", "c128")
+            *REAL_FLOAT_DTYPES, "c64", "c128")
         return x if floats_into_ints else like._lift(x)
 
     return b.concat(*(lifted(x) for x in xs), axis=axis)

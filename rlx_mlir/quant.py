@@ -21,20 +21,25 @@ import numpy as np
 
 from rlx_mlir.builder import Builder, Tensor, _user_location, innermost
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
+from rlx_mlir.dialects.base import FLOAT_DTYPES, REAL_FLOAT_DTYPES
+from rlx_mlir.dialects.quant import STES
 from rlx_mlir.nn import _axis, _eager, _half_in_f32, _integer
-
-_FLOATS = ("f32", "f64")
 
 
 def _error(message: str) -> RlxError:
     return RlxError(message, loc=loc_from_attr(_user_location()))
 
 
-def _float_input(caller: str, x: Any) -> Tensor:
+def _float_input(caller: str, x: Any, *others: Any) -> Tensor:
+    """``x`` as a float tensor: a numpy array next to a traced scale becomes a constant
+    of the scale's trace (``grad`` with respect to the step of fixed data)."""
+    traced = [o for o in others if isinstance(o, Tensor)]
+    if isinstance(x, (np.ndarray, np.generic)) and traced:
+        x = innermost(*traced).constant(np.asarray(x))
     if not isinstance(x, Tensor):
         raise _error(f"{caller}: expected a traced tensor (outside a trace, numpy arrays "
                      f"too), got {type(x).__name__}")
-    if x.dtype not in _FLOATS:
+    if x.dtype not in FLOAT_DTYPES:
         raise _error(f"{caller}: expected an f32 or f64 array, got {x.dtype} (cast it first)")
     return x
 
@@ -100,7 +105,7 @@ def _bits(caller: str, bits: Any) -> int:
 def quantize(x: Tensor, scale: Any, zero_point: Any = 0, axis: int | None = None) -> Tensor:
     """``clamp(round(x / scale) + zero_point, -128, 127)`` as an i8 tensor (no gradient;
     NaN gives the zero point)."""
-    x = _float_input("quantize", x)
+    x = _float_input("quantize", x, scale, zero_point)
     a = _channel("quantize", x, axis)
     b = _builder(x, scale, zero_point)
     s = _per_channel("quantize", scale, b, x, a, x.dtype, "scale")
@@ -114,7 +119,7 @@ def dequantize(q: Tensor, scale: Any, zero_point: Any = 0, axis: int | None = No
     if not isinstance(q, Tensor) or q.dtype != "i8":
         got = q.dtype if isinstance(q, Tensor) else type(q).__name__
         raise _error(f"dequantize: expected an i8 tensor or array, got {got}")
-    if dtype not in (*_FLOATS, "f16", "bf16"):
+    if dtype not in REAL_FLOAT_DTYPES:
         raise _error(f"dequantize: dtype must be f32, f64, f16 or bf16, got {dtype!r}")
     a = _channel("dequantize", q, axis)
     b = _builder(q, scale, zero_point)
@@ -163,11 +168,10 @@ def fake_quantize(x: Tensor, bits: int = 8, axis: int | None = None, ste: str = 
     ``max|x| / (2^(bits-1) - 1)`` (per channel along ``axis``), or ``scale`` when given;
     its gradient is the straight-through estimate ``ste``: ``identity``,
     ``clipped_identity``, ``tanh`` or ``hard_tanh``."""
-    x = _float_input("fake_quantize", x)
+    x = _float_input("fake_quantize", x, scale)
     a = _channel("fake_quantize", x, axis)
-    if ste not in ("identity", "clipped_identity", "tanh", "hard_tanh"):
-        raise _error(f"fake_quantize: ste must be identity, clipped_identity, tanh or "
-                     f"hard_tanh, got {ste!r}")
+    if ste not in STES:
+        raise _error(f"fake_quantize: ste must be one of {', '.join(STES)}, got {ste!r}")
     b = _builder(x, scale)
     operands = [x] if scale is None else [
         x, _per_channel("fake_quantize", scale, b, x, a, x.dtype, "scale")]
@@ -177,7 +181,7 @@ def fake_quantize(x: Tensor, bits: int = 8, axis: int | None = None, ste: str = 
 def fake_quantize_lsq(x: Tensor, scale: Any, bits: int = 8, axis: int | None = None) -> Tensor:
     """Quantise-dequantise with a learnable step ``scale`` (LSQ): ``grad`` flows to ``x``
     inside the range and to ``scale`` (``round(x/s) - x/s``, or ``+-q`` outside)."""
-    x = _float_input("fake_quantize_lsq", x)
+    x = _float_input("fake_quantize_lsq", x, scale)
     a = _channel("fake_quantize_lsq", x, axis)
     b = _builder(x, scale)
     s = _per_channel("fake_quantize_lsq", scale, b, x, a, x.dtype, "scale")

@@ -170,7 +170,7 @@ def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
         raise TypeError(f"constants of dtype {array.dtype} are not supported")
     ttype = tensor(array.shape, dtype)
     flat = array.reshape(-1)
-    if dtype in FLOAT_DTYPES + HALF_DTYPES:
+    if dtype in REAL_FLOAT_DTYPES:
         return DenseIntOrFPElementsAttr.from_list(ttype, [float(v) for v in flat])
     return DenseIntOrFPElementsAttr.from_list(ttype, [int(v) for v in flat])
 
@@ -234,6 +234,9 @@ class RlxOp(IRDLOperation):
     traits = traits_def(Pure())
     RESULT_FROM_TYPE: ClassVar[bool] = False
     TAKES_STORAGE: ClassVar[bool] = False
+    ACCUMULATES: ClassVar[bool] = False
+    """Sums (``reduce_sum``, ``reduce_prod``, ``cumsum``): on i8 data their i32 results
+    are kept, as JAX's (every other op's wrap back to i8)."""
     """Whether f16/bf16/i8 operands are allowed: they are storage types
     (:meth:`check_storage`)."""
     ATTRS: ClassVar[dict[str, str]] = {}

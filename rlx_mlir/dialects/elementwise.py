@@ -20,7 +20,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def
 from rlx_mlir.dialects.base import (
     COMPLEX_DTYPES,
     FLOAT_DTYPES,
-    HALF_DTYPES,
+    REAL_FLOAT_DTYPES,
     RlxOp,
     ShapeError,
     broadcast_shapes,
@@ -487,7 +487,7 @@ def _vjp_where(ctx: VjpContext, op: WhereOp, g: Tensor) -> list[Tensor | None]:
 @VJP.register(CastOp)
 def _vjp_cast(ctx: VjpContext, op: CastOp, g: Tensor) -> list[Tensor | None]:
     (x,) = ctx.inputs(op)
-    return [ctx.b.cast(g, x.dtype) if x.dtype in (*FLOAT_DTYPES, *HALF_DTYPES) else None]
+    return [ctx.b.cast(g, x.dtype) if x.dtype in REAL_FLOAT_DTYPES else None]
 
 
 VJP.register(CompareOp, StopGradientOp, ConstantOp)(no_gradient)
@@ -572,7 +572,7 @@ def _jvp_where(ctx: JvpContext, op: WhereOp, tc, tt, tf) -> list[Tensor | None]:
 @JVP.register(CastOp)
 def _jvp_cast(ctx: JvpContext, op: CastOp, t) -> list[Tensor | None]:
     target = dtype_of(op.results[0].type)
-    return [ctx.b.cast(t, target) if target in (*FLOAT_DTYPES, *HALF_DTYPES) else None]
+    return [ctx.b.cast(t, target) if target in REAL_FLOAT_DTYPES else None]
 
 
 JVP.register(CompareOp, StopGradientOp, ConstantOp)(lambda ctx, op, *ts: [None])

@@ -254,6 +254,10 @@ def cumsum(x: np.ndarray, axis: int, exclusive: bool) -> np.ndarray:
     return out
 
 
+for _accumulating in (ReduceSumOp, ReduceProdOp, CumsumOp):
+    _accumulating.ACCUMULATES = True
+
+
 @INTERPRET.register(CumsumOp)
 def _interpret_cumsum(op: CumsumOp, x: np.ndarray) -> np.ndarray:
     axis = op.attr("axis", -1) % x.ndim

@@ -33,7 +33,7 @@ from xdsl.ir import SSAValue
 
 from rlx_mlir.builder import Builder, Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
-from rlx_mlir.dialects.base import FLOAT_DTYPES, HALF_DTYPES, NUMPY_DTYPES
+from rlx_mlir.dialects.base import NUMPY_DTYPES, REAL_FLOAT_DTYPES
 from rlx_mlir.ir import find_func, to_text
 
 if TYPE_CHECKING:
@@ -1175,7 +1175,7 @@ def _check_tangents(primals: Any, tangents: Any) -> None:
         raise _error("jvp: primals and tangents must have the same pytree structure")
     for (path, p), (_, t) in zip(p_leaves, t_leaves, strict=True):
         (ps, pd), (ts, td) = _spec(p), _spec(t)
-        if pd not in (*FLOAT_DTYPES, *HALF_DTYPES, "c64", "c128"):
+        if pd not in (*REAL_FLOAT_DTYPES, "c64", "c128"):
             raise _error(f"jvp: the primal at {path} is {pd}{list(ps)}; jvp differentiates "
                            "float primals only")
         if (ps, pd) != (ts, td):

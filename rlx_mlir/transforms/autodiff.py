@@ -38,7 +38,7 @@ from xdsl.traits import IsolatedFromAbove, SymbolTable, is_side_effect_free
 
 from rlx_mlir.builder import Builder, Tensor
 from rlx_mlir.diagnostics import RlxError
-from rlx_mlir.dialects.base import COMPLEX_DTYPES, FLOAT_DTYPES, HALF_DTYPES, dtype_of, shape_of
+from rlx_mlir.dialects.base import COMPLEX_DTYPES, REAL_FLOAT_DTYPES, dtype_of, shape_of
 from rlx_mlir.ir import find_func
 from rlx_mlir.rules import PREPARE_AD, VJP
 from rlx_mlir.runtime.signature import arg_attr_dicts, arg_names, fresh_name
@@ -101,7 +101,7 @@ def linear_rule(fn):
 
 
 def is_differentiable_type(t) -> bool:
-    return isinstance(t, TensorType) and dtype_of(t) in (*FLOAT_DTYPES, *HALF_DTYPES, *COMPLEX_DTYPES)
+    return isinstance(t, TensorType) and dtype_of(t) in (*REAL_FLOAT_DTYPES, *COMPLEX_DTYPES)
 
 
 # ---------------------------------------------------------------- the transform
@@ -309,7 +309,7 @@ def build_grad_func(f: func.FuncOp, options: GradOptions) -> func.FuncOp:
         raise RlxError(f"@{name} has no result to differentiate", op=f)
     # A loss is real; a VJP region (a scan body's, no loss returned) may pull back a
     # complex cotangent.
-    allowed = (*FLOAT_DTYPES, *HALF_DTYPES, *(() if options.with_loss else COMPLEX_DTYPES))
+    allowed = (*REAL_FLOAT_DTYPES, *(() if options.with_loss else COMPLEX_DTYPES))
     if not (isinstance(outputs[0], TensorType) and dtype_of(outputs[0]) in allowed):
         raise RlxError(f"the loss (result 0 of @{name}) must be a float tensor (f32, "
                        f"f64, f16 or bf16: as in jax.grad, complex values inside are differentiable, a "

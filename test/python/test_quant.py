@@ -185,7 +185,7 @@ def test_qat_training_reduces_the_loss():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: rlx.quant.fake_quantize(_x(), bits=3), "bits must be 8, 4 or 2"),
-    (lambda: rlx.quant.fake_quantize(_x(), ste="sigmoid"), "ste must be identity"),
+    (lambda: rlx.quant.fake_quantize(_x(), ste="sigmoid"), "ste must be one of identity"),
     (lambda: rlx.quant.quantize(_x(), np.ones(4, np.float32), axis=1),
      r"scale must be \[5\] \(the extent of axis 1\)"),
     (lambda: rlx.quant.quantize(_x().astype(np.int32), 0.1), "expected an f32 or f64 array"),

@@ -12,6 +12,7 @@ straight-through estimate is zero there, as with JAX's ``x + stop_gradient(q(x) 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -116,15 +117,27 @@ OPS = [FakeQuantizeBackwardOp, FakeQuantizeLsqBackwardXOp, FakeQuantizeLsqBackwa
 # ---------------------------------------------------------------- interpreter
 
 
-def ste_factor(ste: str, x: np.ndarray, s: np.ndarray, qmax: int) -> np.ndarray:
-    """``dx / dy`` of each straight-through estimate."""
-    if ste == "clipped_identity":
-        return (np.abs(x) <= qmax * s).astype(x.dtype)
-    if ste == "tanh":
-        return (1 - np.tanh(x / s) ** 2).astype(x.dtype)
-    if ste == "hard_tanh":
-        return np.maximum(0, 1 - np.abs(x) / (qmax * s)).astype(x.dtype)
-    return np.ones_like(x)
+def _clipped(s: Any, v: Any, sc: Any, qmax: int) -> Any:
+    return s.select(s.cmp("le", s.abs(v), s.mul(sc, float(qmax))), s.scalar(1.0, v.type), 0.0)
+
+
+def _tanh_slope(s: Any, v: Any, sc: Any, qmax: int) -> Any:
+    t = s.tanh(s.div(v, sc))
+    return s.sub(1.0, s.mul(t, t))
+
+
+def _hard_tanh_slope(s: Any, v: Any, sc: Any, qmax: int) -> Any:
+    return s.max(s.sub(1.0, s.div(s.abs(v), s.mul(sc, float(qmax)))), 0.0)
+
+
+STE_FACTORS: dict[str, tuple[Callable[..., np.ndarray], Callable[..., Any]]] = {
+    "identity": (lambda x, s, q: np.ones_like(x), lambda e, v, sc, q: 1.0),
+    "clipped_identity": (lambda x, s, q: np.abs(x) <= q * s, _clipped),
+    "tanh": (lambda x, s, q: 1 - np.tanh(x / s) ** 2, _tanh_slope),
+    "hard_tanh": (lambda x, s, q: np.maximum(0, 1 - np.abs(x) / (q * s)), _hard_tanh_slope),
+}
+"""``ste`` -> ``dx / dy`` of the estimate: its numpy form ``(x, s, q)`` and its scalar
+emitter form ``(s, x, scale, q)`` (SPEC 3.9)."""
 
 
 @INTERPRET.register(FakeQuantizeBackwardOp)
@@ -132,7 +145,8 @@ def _interpret_backward(op: RlxOp, x: np.ndarray, dy: np.ndarray,
                         scale: np.ndarray | None = None) -> np.ndarray:
     attrs = op.py_attrs()
     s = op_scale(op, x, scale)
-    return (dy * ste_factor(check_ste(attrs), x, s, q_max(attrs))).astype(x.dtype)
+    factor = STE_FACTORS[check_ste(attrs)][0](x, s, q_max(attrs))
+    return (dy * factor).astype(x.dtype)
 
 
 def _lsq_z(op: RlxOp, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -202,26 +216,14 @@ VMAP.register(FakeQuantizeLsqBackwardScaleOp)(
 # ---------------------------------------------------------------- lowering
 
 
-def _ste_body(ste: str, qmax: int):
-    def body(s: Any, v: Any, g: Any, sc: Any) -> Any:
-        if ste == "clipped_identity":
-            return s.select(s.cmp("le", s.abs(v), s.mul(sc, float(qmax))), g, 0.0)
-        if ste == "tanh":
-            t = s.tanh(s.div(v, sc))
-            return s.mul(g, s.sub(1.0, s.mul(t, t)))
-        if ste == "hard_tanh":
-            return s.mul(g, s.max(s.sub(1.0, s.div(s.abs(v), s.mul(sc, float(qmax)))), 0.0))
-        return g
-
-    return body
-
-
 @LOWER.register(FakeQuantizeBackwardOp)
 def _lower_backward(op: RlxOp, e: Any, x: Any, dy: Any, scale: Any | None = None) -> Any:
     attrs = op.py_attrs()
     qmax = q_max(attrs)
     s_full = lower_scale(e, x, scale, channel_axis(attrs, shape_of(x.type)), qmax)
-    return e.elementwise([x, dy, s_full], x.type.element_type, _ste_body(check_ste(attrs), qmax))
+    factor = STE_FACTORS[check_ste(attrs)][1]
+    return e.elementwise([x, dy, s_full], x.type.element_type,
+                         lambda s, v, g, sc: s.mul(g, factor(s, v, sc, qmax)))
 
 
 def _lsq_parts(op: RlxOp, e: Any, x: Any, scale: Any):
