@@ -37,13 +37,12 @@ func.func @int_ops(%x: tensor<2x3x4xi32>, %y: tensor<3x1xi32>) -> (tensor<2x3x4x
 }
 
 // Exact gelu uses erf (for f32 the emitter's rational approximation on [-4, 4]); round is
-// sign(x) * floor(|x| + 0.5).
+// math.round (half away from zero, exactly).
 // CHECK-LABEL: func.func @activations
 // CHECK: arith.constant -4.000000e+00 : f32
 // CHECK: arith.constant -7.90531111 : f32
 // CHECK: math.absf
-// CHECK: math.floor
-// CHECK: math.copysign
+// CHECK: math.round
 // CHECK: arith.maximumf
 // f32 erf and tanh are vectorized rational approximations: no libm call; their
 // polynomials are evaluated one vector FMA per Horner step.
@@ -74,7 +73,7 @@ func.func @compare_where(%a: tensor<3x4xf32>, %b: tensor<4xf32>, %s: tensor<f32>
 
 // float -> int rounds half away from zero before fptosi; bool -> float is unsigned.
 // CHECK-LABEL: func.func @casts
-// CHECK: math.copysign
+// CHECK: math.round
 // CHECK: arith.fptosi %{{.*}} : f32 to i32
 // CHECK: arith.cmpf une
 // CHECK: arith.uitofp %{{.*}} : i1 to f64
