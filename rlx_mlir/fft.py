@@ -17,6 +17,7 @@ Called outside a trace on numpy arrays, they run at once (as ``rlx.nn`` function
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,7 @@ def _resized(x: Tensor, n: int) -> Tensor:
     return x
 
 
-def _last_axis(x: Tensor, axis: int, caller: str, fn) -> Tensor:
+def _last_axis(x: Tensor, axis: int, caller: str, fn: Callable[[Tensor], Tensor]) -> Tensor:
     """``fn`` applied with ``axis`` moved last (and moved back)."""
     a = _axis(_integer(axis), x.ndim, caller)
     if a == x.ndim - 1:
@@ -84,7 +85,11 @@ def _transform(x: Tensor, inverse: bool, norm: str | None) -> Tensor:
 
 
 def fft(x: Tensor, n: int | None = None, axis: int = -1, norm: str | None = None) -> Tensor:
-    """``y[k] = sum_m x[m] exp(-2 pi i k m / n)`` along ``axis`` (``jnp.fft.fft``)."""
+    """``y[k] = sum_m x[m] exp(-2 pi i k m / n)`` along ``axis`` (``jnp.fft.fft``).
+
+    >>> rlx.fft.fft(np.array([1.0, 2.0, 3.0, 4.0], np.float32))  # doctest: +SKIP
+    array([10.+0.j, -2.+2.j, -2.+0.j, -2.-2.j], dtype=complex64)
+    """
     n = _check("fft", x, n, norm)
     return _last_axis(x, axis, "fft", lambda v: _transform(
         _resized(_as_complex(v), n or v.shape[-1]), False, norm))
@@ -184,7 +189,7 @@ def ifftshift(x: Tensor, axes: Any = None) -> Tensor:
     return _rolled(x, axes, lambda n: -(n // 2), "ifftshift")
 
 
-def _rolled(x: Tensor, axes: Any, shift_of, caller: str) -> Tensor:
+def _rolled(x: Tensor, axes: Any, shift_of: Callable[[int], int], caller: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise _error(f"{caller}: expected a tensor or numpy array, got {type(x).__name__}")
     axes = range(x.ndim) if axes is None else [axes] if isinstance(_integer(axes), int) else axes

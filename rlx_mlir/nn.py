@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -39,7 +39,7 @@ def _like(x: Tensor, *values: Tensor | np.ndarray | float | None) -> list:
     return [v if v is None or isinstance(v, Tensor) else x._lift(v) for v in values]
 
 
-def _integer(value):
+def _integer(value: object) -> object:
     """A 0-d integer numpy array (what an eager call makes of ``np.int64(4)``) as an int;
     anything else as it is."""
     if isinstance(value, (np.ndarray, np.generic)) and np.shape(value) == () and \
@@ -900,7 +900,7 @@ def _run_eagerly(fn, array: np.ndarray):
 # ---------------------------------------------------------------- half precision
 
 
-def _tensors(tree) -> list[Tensor]:
+def _tensors(tree: object) -> list[Tensor]:
     if isinstance(tree, Tensor):
         return [tree]
     if isinstance(tree, dict):
@@ -910,7 +910,7 @@ def _tensors(tree) -> list[Tensor]:
     return []
 
 
-def _map_tensors(tree, fn):
+def _map_tensors(tree: object, fn: Callable[[Tensor], Tensor]) -> object:
     if isinstance(tree, Tensor):
         return fn(tree)
     if isinstance(tree, dict):
@@ -920,7 +920,7 @@ def _map_tensors(tree, fn):
     return tree
 
 
-def _half_in_f32(fn):
+def _half_in_f32(fn: Callable) -> Callable:
     """``fn`` computed in f32 when its float tensors are all of one half dtype, its f32
     results rounded back once (as PyTorch's fused kernels round once per call, not after
     each op of the function's formula)."""

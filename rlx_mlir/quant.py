@@ -104,7 +104,11 @@ def _bits(caller: str, bits: Any) -> int:
 
 def quantize(x: Tensor, scale: Any, zero_point: Any = 0, axis: int | None = None) -> Tensor:
     """``clamp(round(x / scale) + zero_point, -128, 127)`` as an i8 tensor (no gradient;
-    NaN gives the zero point)."""
+    NaN gives the zero point).
+
+    >>> rlx.quant.quantize(np.array([0.5, -1.0, 30.0], np.float32), 0.05, 3)  # doctest: +SKIP
+    array([ 13, -17, 127], dtype=int8)
+    """
     x = _float_input("quantize", x, scale, zero_point)
     a = _channel("quantize", x, axis)
     b = _builder(x, scale, zero_point)
@@ -167,7 +171,11 @@ def fake_quantize(x: Tensor, bits: int = 8, axis: int | None = None, ste: str = 
     """Symmetric quantise-dequantise to ``2^bits - 1`` levels with the per-batch scale
     ``max|x| / (2^(bits-1) - 1)`` (per channel along ``axis``), or ``scale`` when given;
     its gradient is the straight-through estimate ``ste``: ``identity``,
-    ``clipped_identity``, ``tanh`` or ``hard_tanh``."""
+    ``clipped_identity``, ``tanh`` or ``hard_tanh``.
+
+    >>> rlx.quant.fake_quantize(np.array([0.4, -1.2, 6.0], np.float32), bits=4)  # doctest: +SKIP
+    array([ 0.        , -0.85714287,  6.        ], dtype=float32)
+    """
     x = _float_input("fake_quantize", x, scale)
     a = _channel("fake_quantize", x, axis)
     if ste not in STES:
