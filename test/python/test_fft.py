@@ -182,4 +182,18 @@ def test_check_grads_of_complex_transforms():
         return (y.real * y.real).sum()
 
     traced = rlx.trace(loss, (_signal((3, 12)),))
-    assert check_grads(traced.module, traced.name).ok
+    report = check_grads(traced.module, traced.name)
+    assert report.ok and report.args[0].checks > 0 and report.args[0].unchecked is None
+    wrong = rlx.parse("""
+    func.func @f(%x: tensor<3xf32>) -> tensor<f32> {
+      %0 = rlx.mul %x, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+      %1 = rlx.reduce_sum %0 {axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<f32>
+      func.return %1 : tensor<f32>
+    }
+    func.func @f_grad(%x: tensor<3xf32>, %d: tensor<f32>) -> (tensor<f32>, tensor<3xf32>)
+        attributes {rlx.grad_of = "f", rlx.wrt = ["x"]} {
+      %0 = rlx.mul %x, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+      %1 = rlx.reduce_sum %0 {axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<f32>
+      func.return %1, %0 : tensor<f32>, tensor<3xf32>
+    }""")
+    assert not check_grads(wrong, "f", raise_on_error=False).ok  # x^2 is not d(x^2)/dx
