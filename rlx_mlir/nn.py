@@ -810,6 +810,25 @@ def embedding(table: Tensor, ids: Tensor) -> Tensor:
     return b.gather(table, wrap_negative(ids, table.shape[0]), axis=0)
 
 
+def grouped_matmul(x: Tensor, w: Tensor, ids: Tensor, transpose_w: bool = False) -> Tensor:
+    """Mixture-of-experts matmul: ``y[i] = x[i] @ w[ids[i]]`` for tokens ``x [M, K]``,
+    expert weights ``w [E, K, N]`` (``[E, N, K]`` with ``transpose_w``, then ``x[i] @
+    w[ids[i]].T``) and integer expert ids ``[M]`` (clamped to ``[0, E)``). One matmul per
+    expert over its tokens, in any token order (``jax.lax.ragged_dot`` needs them sorted).
+
+    >>> y = rlx.nn.grouped_matmul(x, w, top_k(router_logits, 1)[1][:, 0])  # doctest: +SKIP
+    """
+    (w,) = _like(x, w)
+    b = _b(x, w, ids if isinstance(ids, Tensor) else None)
+    ids = _integer_indices(b, ids, "grouped_matmul: ids", "expert ids")
+    if isinstance(transpose_w, (np.ndarray, np.generic)):
+        transpose_w = bool(transpose_w)
+    if not isinstance(transpose_w, bool):
+        raise RlxError(f"grouped_matmul: transpose_w must be a bool, got {transpose_w!r}",
+                       loc=loc_from_attr(_user_location()))
+    return b.grouped_matmul(_inexact(x), _inexact(w), ids, transpose_w=transpose_w or None)
+
+
 # ---------------------------------------------------------------- eager calls
 
 

@@ -1,7 +1,7 @@
 """The ``rlx`` dialect, assembled from its op family modules.
 
 Each family module (``elementwise``, ``linalg``, ``nn``, ``attention``, ``conv``,
-``shape``, ``random``, ``complex``, ``fft``, ``quant``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
+``shape``, ``random``, ``complex``, ``fft``, ``quant``, ``moe``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
 this package registers everything.
 """
 
@@ -18,6 +18,7 @@ from rlx_mlir.dialects import (
     elementwise,
     fft,
     linalg,
+    moe,
     nn,
     quant,
     random,
@@ -37,6 +38,7 @@ FAMILIES = {
     "shape": shape,
     "solve": solve,
     "quant": quant,
+    "moe": moe,
     "random": random,
     "backward": backward,
     "control": control,

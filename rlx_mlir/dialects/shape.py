@@ -814,12 +814,12 @@ running a scalar generic over the output. An embedding ``[32000, 512]`` by ``[8,
 @LOWER.register(GatherOp)
 def _lower_gather(op: GatherOp, e: Any, table: SSAValue, indices: SSAValue) -> SSAValue:
     """``out[a, i, b] = table[a, clamp(idx[i]), b]``: a parallel generic over the output
-    (:func:`_gather_rows` when the rows ``b`` are long)."""
+    (:func:`lower_row_gather` when the rows ``b`` are long)."""
     table_shape = shape_of(table.type)
     axis = norm_axis(op.attr("axis", 0), len(table_shape))
     row = math.prod(table_shape[axis + 1:])
     if row >= ROW_GATHER_MIN and isinstance(op.parent_op(), func.FuncOp):
-        return _gather_rows(e, table, indices, axis, shape_of(op.result.type))
+        return lower_row_gather(e, table, indices, axis, shape_of(op.result.type))
     progression = _constant_progression(indices, table_shape[axis])
     if progression is not None:
         return _gather_progression(e, table, axis, *progression, shape_of(op.result.type))
@@ -874,14 +874,14 @@ def _gather_progression(e: Any, table: SSAValue, axis: int, start: int, step: in
                      ["parallel"] * rank, lambda s, v, _out: v)
 
 
-def _gather_rows(e: Any, table: SSAValue, indices: SSAValue, axis: int,
+def lower_row_gather(e: Any, table: SSAValue, indices: SSAValue, axis: int,
                  out_shape: Sequence[int]) -> SSAValue:
     """``out[a, i] = table[a, clamp(idx[i])]`` one row (the dims after ``axis``) at a time:
     an ``scf.forall`` over the lead positions ``a`` and the flattened index positions ``i``
     (a chunk per thread), each copying the row at its clamped position into its place
     (bufferized: a contiguous copy between views).
 
-    >>> _gather_rows(e, table, ids, 0, [8, 512, 512])   # doctest: +SKIP
+    >>> lower_row_gather(e, table, ids, 0, [8, 512, 512])   # doctest: +SKIP
     """
     from rlx_mlir.lowering import forall as F
     from rlx_mlir.lowering.schedules import num_threads

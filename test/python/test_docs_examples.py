@@ -312,6 +312,22 @@ def check_quant(ns: Scope, tmp: Path, out: str) -> None:
     np.testing.assert_array_equal(ns["q"], expected.astype(np.int8))
 
 
+def check_moe(ns: Scope, tmp: Path, out: str) -> None:
+    """The top-1 MoE layer's loss falls below half its start; the last gradient of the
+    experts matches PyTorch's for the same routing."""
+    import torch
+
+    assert float(ns["value"]) < 0.5 * float(ns["first"])
+    p, x, target = ns["params"], ns["x"], ns["target"]
+    logits = torch.tensor(x) @ torch.tensor(p["router"])
+    gate, ids = torch.softmax(logits, -1).max(-1, keepdim=True)
+    experts = torch.tensor(p["experts"], requires_grad=True)
+    y = torch.einsum("mk,mkn->mn", torch.tensor(x), experts[ids[:, 0]]) * gate
+    ((y - torch.tensor(target)) ** 2).mean().backward()
+    _, grads = ns["step"](p, x)
+    np.testing.assert_allclose(grads["experts"], experts.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
 Check = Callable[[Scope, Path, str], None]
 CHECKS: dict[str, Check] = {
     "getting-started.md:python0": check_first_jit,
@@ -323,6 +339,7 @@ CHECKS: dict[str, Check] = {
     "api.md:python5": check_fft,
     "api.md:python6": check_quant,
     "api.md:python7": check_bf16,
+    "api.md:python8": check_moe,
     "autodiff.md:python0": check_vjp_rule,
     "jvp-vmap.md:python0": check_jvp_rule,
     "jvp-vmap.md:python1": check_vmap_rules,

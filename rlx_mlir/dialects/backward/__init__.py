@@ -11,10 +11,11 @@ from rlx_mlir.dialects.backward import (
     conv,
     indexing,
     loss,
+    moe,
     norms,
     quant,
     scan,
 )
 
-SUBMODULES = (activation, norms, attention, conv, indexing, loss, quant, scan)
+SUBMODULES = (activation, norms, attention, conv, indexing, loss, quant, moe, scan)
 OPS: list = [op for module in SUBMODULES for op in module.OPS]
