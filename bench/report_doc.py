@@ -157,7 +157,11 @@ def _method(data: dict[str, Any]) -> str:
   process; its figures are in `docs/lowering.md` (Convolutions).
 * Scans (not part of the run): `.venv/bin/python bench/scan_rnn.py` times the gradient of
   a 1000-step RNN scan closing over its weight next to JAX jit, with the peak memory; its
-  figures are in `docs/autodiff.md` (Control flow)."""
+  figures are in `docs/autodiff.md` (Control flow).
+* Mixture of experts (not part of the run): `.venv/bin/python bench/moe.py` times
+  `rlx.nn.grouped_matmul` and its training step next to PyTorch's loop over the experts
+  and JAX's `jax.lax.ragged_dot` (jit) in one process; its figures are in
+  `docs/lowering.md` (the Emitter API section)."""
 
 
 def _workload_section(data: dict[str, Any], workload: str) -> str:
