@@ -36,12 +36,17 @@ from rlx_mlir.frontend import (
     value_and_grad,
     while_loop,
 )
+from rlx_mlir.frontend.einsum import einsum as _einsum
+from rlx_mlir.frontend.einsum import tensordot as _tensordot
 from rlx_mlir.frontend.trees import tree_leaves, tree_map
 from rlx_mlir.interpreter import interpret
 from rlx_mlir.ir import to_text, verify
 from rlx_mlir.runtime.jit import compile  # noqa: A004
 from rlx_mlir.tools.view_graph import view
 from rlx_mlir.transforms.autodiff import grad_with_loss
+
+einsum = nn._eager(nn._half_in_f32(_einsum))
+tensordot = nn._eager(nn._half_in_f32(_tensordot))
 
 
 def parse(text: str, filename: str = "<string>", **options: Any) -> ModuleOp:
@@ -83,8 +88,9 @@ def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 __all__ = [
-    "Builder", "RlxError", "Tensor", "compile", "cond", "custom_vjp", "fori_loop", "grad", "grad_with_loss",
+    "Builder", "RlxError", "Tensor", "compile", "cond", "custom_vjp", "einsum", "fori_loop", "grad",
+    "grad_with_loss",
     "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "linalg", "nn", "parse", "scan", "to_text", "trace", "tree_leaves", "tree_map", "value_and_grad",
-    "verify", "view", "vmap", "while_loop",
+    "tensordot", "verify", "view", "vmap", "while_loop",
 ]
 __version__ = "0.1.0"
