@@ -957,6 +957,25 @@ def _half_in_f32(fn: Callable) -> Callable:
     return call
 
 
+from rlx_mlir.frontend.array_ops import (  # noqa: E402  (they use where, maximum, ...)
+    broadcast_to,
+    expand_dims,
+    full_like,
+    ones_like,
+    outer,
+    repeat,
+    split,
+    square,
+    take_along_axis,
+    tile,
+    tril,
+    triu,
+    zeros_like,
+)
+
+_ARRAY_OPS = (broadcast_to, expand_dims, full_like, ones_like, outer, repeat, split, square,
+              take_along_axis, tile, tril, triu, zeros_like)
 for _name, _fn in list(globals().items()):
-    if not _name.startswith("_") and inspect.isfunction(_fn) and _fn.__module__ == __name__:
+    if not _name.startswith("_") and inspect.isfunction(_fn) and (
+            _fn.__module__ == __name__ or _fn in _ARRAY_OPS):
         globals()[_name] = _eager(_half_in_f32(_fn))
