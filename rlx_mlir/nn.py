@@ -580,36 +580,24 @@ def attention(q: Tensor, k: Tensor, v: Tensor, num_heads: int, mask: Tensor | No
     mask (``"custom"``), ``[B, Hq, S, S_kv]`` an additive bias (``"bias"``)."""
     if mask is not None and mask_kind == "none":
         mask_kind = _mask_kind_of(mask)
-    if mask_kind in ("custom", "causal"):
+    if mask is not None and mask_kind == "causal":
+        mask_kind = "causal_padding"  # one op: causal row blocks, keys dropped per example
+    if mask_kind in ("custom", "causal_padding"):
         _check_keep_mask(mask)
-    if mask is not None and mask_kind in ("causal", "bias"):
+    if mask is not None and mask_kind == "bias":
         scores = (q.shape[0], num_heads, q.shape[1], k.shape[1])
-        mask, mask_kind = _full_bias(q, mask, mask_kind, scores), "bias"
+        mask = _full_bias(q, mask, scores)
     return _b(q, k, v, mask).attention(
         q, k, v, mask, num_heads=num_heads, num_kv_heads=num_kv_heads,
         head_dim=q.shape[-1] // num_heads, mask_kind=mask_kind, window=window,
         score_scale=score_scale, softcap=softcap)
 
 
-def _full_bias(q: Tensor, mask: Tensor | np.ndarray, kind: str,
+def _full_bias(q: Tensor, mask: Tensor | np.ndarray,
                scores: tuple[int, int, int, int]) -> Tensor:
     """The additive ``[B, Hq, S, S_kv]`` bias of ``mask``: a ``bias`` broadcastable to the
-    scores (``[S, S_kv]``, ``[B, 1, 1, S_kv]``, ...) expanded to them; with ``causal``, a
-    ``[B, S_kv]`` key-padding mask (true or >= 0.5 keeps the key) turned into 0 / -inf
-    and added to the causal -inf above the diagonal (the dense bias has no causal block
-    skipping)."""
+    scores (``[S, S_kv]``, ``[B, 1, 1, S_kv]``, ...) expanded to them."""
     (mask,) = _like(q, mask)
-    batch, _, queries, keys = scores
-    if kind == "causal":
-        if mask.shape != (batch, keys):
-            raise RlxError(f"attention: mask_kind='causal' takes a [B, S_kv] = [{batch}, "
-                           f"{keys}] key-padding mask; got {mask.shape}",
-                           loc=loc_from_attr(_user_location()))
-        keep = mask if mask.dtype == "i1" else mask >= 0.5
-        padding = where(keep, 0.0, -np.inf).astype(q.dtype).reshape(batch, 1, 1, keys)
-        offset = keys - queries  # the queries are the last S positions
-        above = np.triu(np.full((queries, keys), -np.inf), k=offset + 1)
-        mask = padding + above.astype(_NUMPY_OF[q.dtype])
     try:
         shape = np.broadcast_shapes(mask.shape, scores)
     except ValueError:

@@ -49,9 +49,14 @@ MASK_KINDS: dict[str, str] = {
     "causal": "query qi sees keys ki <= (S_kv - S) + qi (last query aligned with last key)",
     "sliding_window": "query qi sees keys abs_q - window <= ki <= abs_q, abs_q = S_kv - S + qi",
     "custom": "mask operand [B, S_kv]: key-padding mask (i1 true, or float >= 0.5, keeps)",
+    "causal_padding": "causal and a key-padding mask operand [B, S_kv] (as custom) together",
     "bias": "mask operand [B, Hq, S, S_kv]: added to the scores",
 }
-MASK_OPERAND_KINDS = ("custom", "bias")
+MASK_OPERAND_KINDS = ("custom", "causal_padding", "bias")
+KEY_PADDING_KINDS = ("custom", "causal_padding")
+"""Kinds whose mask operand is a ``[B, S_kv]`` key-padding mask."""
+CAUSAL_KINDS = ("causal", "causal_padding")
+"""Kinds that drop the keys after each query (row blocks skip them)."""
 CUSTOM_KEEP_THRESHOLD = 0.5
 
 
@@ -183,9 +188,10 @@ def _check_mask_shape(mask: TensorType, want: tuple[int, ...], kind: str) -> Non
 
 def _check_custom_mask(cfg: AttentionConfig, dims: AttentionDims, mask: TensorType,
                        dtype: str) -> None:
-    _check_mask_shape(mask, (dims.batch, dims.kv_len), "custom")
+    _check_mask_shape(mask, (dims.batch, dims.kv_len), cfg.mask_kind)
     if dtype_of(mask) not in ("i1", dtype):
-        raise ShapeError(f"'custom' mask must be i1 or {dtype} (the dtype of q), got {mask}")
+        raise ShapeError(f"'{cfg.mask_kind}' mask must be i1 or {dtype} (the dtype of q), "
+                         f"got {mask}")
 
 
 def _check_bias_mask(cfg: AttentionConfig, dims: AttentionDims, mask: TensorType,
@@ -196,7 +202,8 @@ def _check_bias_mask(cfg: AttentionConfig, dims: AttentionDims, mask: TensorType
 
 
 MASK_OPERAND_RULES: dict[str, Callable[[AttentionConfig, AttentionDims, TensorType, str], None]]
-MASK_OPERAND_RULES = {"custom": _check_custom_mask, "bias": _check_bias_mask}
+MASK_OPERAND_RULES = {"custom": _check_custom_mask, "causal_padding": _check_custom_mask,
+                      "bias": _check_bias_mask}
 
 
 # ---------------------------------------------------------------- numpy math
@@ -267,11 +274,17 @@ def _keep_custom(cfg: AttentionConfig, s: int, skv: int, mask: np.ndarray | None
     return keys[:, None, None, :]  # [B, 1, 1, S_kv]: every head and query
 
 
+def _keep_causal_padding(cfg: AttentionConfig, s: int, skv: int,
+                         mask: np.ndarray | None) -> np.ndarray:
+    return _keep_causal(cfg, s, skv, mask) & _keep_custom(cfg, s, skv, mask)
+
+
 KEEP_RULES: dict[str, Callable[[AttentionConfig, int, int, np.ndarray | None], np.ndarray]] = {
     "none": _keep_all,
     "causal": _keep_causal,
     "sliding_window": _keep_window,
     "custom": _keep_custom,
+    "causal_padding": _keep_causal_padding,
     "bias": _keep_all,
 }
 
@@ -622,12 +635,19 @@ def _keep_custom_lowered(s: Emitter, cfg: AttentionConfig, lengths: tuple[int, i
     return mask  # type: ignore[return-value]
 
 
+def _keep_causal_padding_lowered(s: Emitter, cfg: AttentionConfig, lengths: tuple[int, int],
+                                 mask: SSAValue | None) -> SSAValue:
+    return s.emit(arith.AndIOp(_keep_causal_lowered(s, cfg, lengths, mask),
+                               _keep_custom_lowered(s, cfg, lengths, mask)))
+
+
 KeepBody = Callable[["Emitter", AttentionConfig, tuple[int, int], SSAValue | None], SSAValue]
 KEEP_BODIES: dict[str, KeepBody | None] = {
     "none": None,
     "causal": _keep_causal_lowered,
     "sliding_window": _keep_window_lowered,
     "custom": _keep_custom_lowered,
+    "causal_padding": _keep_causal_padding_lowered,
     "bias": None,
 }
 """mask_kind -> the i1 keep predicate in a scores body (None: every key is kept)."""
@@ -645,7 +665,7 @@ def masked_logits(e: Emitter, ops: GroupedOperands, qk: SSAValue,
     inputs, maps = [qk], [_SCORES_MAP]
     if ops.mask is not None:
         inputs.append(ops.mask)
-        maps.append(_KEY_MASK_MAP if cfg.mask_kind == "custom" else _SCORES_MAP)
+        maps.append(_KEY_MASK_MAP if cfg.mask_kind in KEY_PADDING_KINDS else _SCORES_MAP)
     init = e.empty(shape_of(qk.type), qk.type.element_type)  # type: ignore[attr-defined]
 
     def body(s: Emitter, x: SSAValue, *rest: SSAValue) -> SSAValue:
@@ -831,7 +851,7 @@ class RowBlock:
 
 def row_blocks(cfg: AttentionConfig, s: int, skv: int) -> list[RowBlock]:
     """The row blocks of an ``S x S_kv`` head (each static, so each tile is too)."""
-    count = min(CAUSAL_BLOCKS, s // CAUSAL_BLOCK_MIN) if cfg.mask_kind == "causal" else 1
+    count = min(CAUSAL_BLOCKS, s // CAUSAL_BLOCK_MIN) if cfg.mask_kind in CAUSAL_KINDS else 1
     if count <= 1:
         return [RowBlock(0, s, skv)]
     bounds = sorted({min(s, round(i * s / count / 8) * 8) for i in range(count + 1)} | {0, s})

@@ -15,6 +15,10 @@
 // GRADS-NEXT: d/dq: max relative error
 // GRADS-NEXT: d/dk: max relative error
 // GRADS-NEXT: d/dv: max relative error
+// GRADS: check-grads @causal_padding: OK
+// GRADS-NEXT: d/dq: max relative error
+// GRADS-NEXT: d/dk: max relative error
+// GRADS-NEXT: d/dv: max relative error
 // GRADS: check-grads @window_after_tanh: OK
 // GRADS-NEXT: d/dx: max relative error
 // GRADS-NOT: FAILED
@@ -60,6 +64,15 @@ func.func @bias_scale_softcap(%q: tensor<1x3x8xf32> {rlx.name = "q", rlx.param},
 func.func @custom_mask(%q: tensor<2x4x8xf32> {rlx.name = "q", rlx.param}, %k: tensor<2x3x4xf32> {rlx.name = "k", rlx.param},
                        %v: tensor<2x3x4xf32> {rlx.name = "v", rlx.param}, %m: tensor<2x3xi1> {rlx.name = "m"}) -> tensor<2x4x8xf32> {
   %y = rlx.attention %q, %k, %v, %m {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, mask_kind = "custom"} : (tensor<2x4x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3xi1>) -> tensor<2x4x8xf32>
+  func.return %y : tensor<2x4x8xf32>
+}
+
+// Causal plus key padding: the mask reaches each backward op, as for custom.
+// CHECK-LABEL: func.func @causal_padding_grad(
+// CHECK-COUNT-3: rlx.attention_backward %q, %k, %v, %d_output, %m {num_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "causal_padding", wrt = "{{[qkv]}}"}
+func.func @causal_padding(%q: tensor<2x4x8xf32> {rlx.name = "q", rlx.param}, %k: tensor<2x4x8xf32> {rlx.name = "k", rlx.param},
+                          %v: tensor<2x4x8xf32> {rlx.name = "v", rlx.param}, %m: tensor<2x4xi1> {rlx.name = "m"}) -> tensor<2x4x8xf32> {
+  %y = rlx.attention %q, %k, %v, %m {num_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "causal_padding"} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xi1>) -> tensor<2x4x8xf32>
   func.return %y : tensor<2x4x8xf32>
 }
 

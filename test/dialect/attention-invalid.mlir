@@ -42,6 +42,22 @@ func.func @custom_mask_shape(%q: tensor<1x3x8xf32>, %k: tensor<1x5x8xf32>, %v: t
 
 // -----
 
+func.func @causal_padding_mask_shape(%q: tensor<1x3x8xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x8xf32>, %m: tensor<1x3x5xi1>) -> tensor<1x3x8xf32> {
+  // expected-error @below {{'causal_padding' mask must have shape [1, 5], got [1, 3, 5]}}
+  %0 = rlx.attention %q, %k, %v, %m {num_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "causal_padding"} : (tensor<1x3x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>, tensor<1x3x5xi1>) -> tensor<1x3x8xf32>
+  func.return %0 : tensor<1x3x8xf32>
+}
+
+// -----
+
+func.func @causal_padding_needs_a_mask(%q: tensor<1x3x8xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x8xf32>) -> tensor<1x3x8xf32> {
+  // expected-error @below {{mask_kind 'causal_padding' needs a mask operand (q, k, v, mask)}}
+  %0 = rlx.attention %q, %k, %v {num_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "causal_padding"} : (tensor<1x3x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>) -> tensor<1x3x8xf32>
+  func.return %0 : tensor<1x3x8xf32>
+}
+
+// -----
+
 func.func @bias_shape(%q: tensor<1x3x8xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x8xf32>, %m: tensor<1x1x3x5xf32>) -> tensor<1x3x8xf32> {
   // expected-error @below {{'bias' mask must have shape [1, 2, 3, 5], got [1, 1, 3, 5]}}
   %0 = rlx.attention %q, %k, %v, %m {num_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "bias"} : (tensor<1x3x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>, tensor<1x1x3x5xf32>) -> tensor<1x3x8xf32>
@@ -67,7 +83,7 @@ func.func @custom_int_mask(%q: tensor<1x3x8xf32>, %k: tensor<1x5x8xf32>, %v: ten
 // -----
 
 func.func @bad_mask_kind(%q: tensor<1x3x8xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x8xf32>) -> tensor<1x3x8xf32> {
-  // expected-error @below {{unknown mask_kind 'alibi' (expected one of none, causal, sliding_window, custom, bias)}}
+  // expected-error @below {{unknown mask_kind 'alibi' (expected one of none, causal, sliding_window, custom, causal_padding, bias)}}
   %0 = rlx.attention %q, %k, %v {num_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "alibi"} : (tensor<1x3x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>) -> tensor<1x3x8xf32>
   func.return %0 : tensor<1x3x8xf32>
 }

@@ -46,6 +46,14 @@ func.func @custom(%q: tensor<1x3x8xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x8
   func.return %1 : tensor<1x3x8xf32>
 }
 
+// Causal and key padding together: one op, the [B, S_kv] mask as for custom.
+// CHECK-LABEL: func.func @causal_padding
+// CHECK: rlx.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "causal_padding"} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5xi1>) -> tensor<2x5x8xf32>
+func.func @causal_padding(%q: tensor<2x5x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x8xf32>, %m: tensor<2x5xi1>) -> tensor<2x5x8xf32> {
+  %0 = rlx.attention %q, %k, %v, %m {num_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "causal_padding"} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5xi1>) -> tensor<2x5x8xf32>
+  func.return %0 : tensor<2x5x8xf32>
+}
+
 // CHECK-LABEL: func.func @bias_scale_softcap
 // CHECK: rlx.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {num_heads = 2 : i64, head_dim = 4 : i64, mask_kind = "bias", score_scale = 5.000000e-01 : f32, softcap = 3.000000e+01 : f32} : (tensor<2x3x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x2x3x4xf32>) -> tensor<2x3x8xf32>
 // UPSTREAM-LABEL: func.func @bias_scale_softcap

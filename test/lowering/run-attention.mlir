@@ -4,6 +4,8 @@
 // RUN: rlx-run %s --entry forward --interpret | FileCheck %s --check-prefix=FWD
 // RUN: rlx-run %s --entry backward | FileCheck %s --check-prefix=BWD
 // RUN: rlx-run %s --entry backward --interpret | FileCheck %s --check-prefix=BWD
+// RUN: rlx-run %s --entry causal_padding | FileCheck %s --check-prefix=CP
+// RUN: rlx-run %s --entry causal_padding --interpret | FileCheck %s --check-prefix=CP
 
 // K rows [1, -2], [0.5, 3], [4, 1]; V rows [1, 2], [3, 4], [5, 9]. With q = 0 every score
 // is 0, so each query averages the V rows it may see.
@@ -122,4 +124,19 @@ func.func @backward() -> (tensor<1x1x3x3xf64>, tensor<1x3x2xf64>, tensor<1x3x2xf
   %gdy = rlx.constant {value = dense<[[[1.0, 2.0]]]> : tensor<1x1x2xf64>} : () -> tensor<1x1x2xf64>
   %gdv = rlx.attention_backward %gq, %gk, %gv, %gdy {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 1 : i64, wrt = "v"} : (tensor<1x1x2xf64>, tensor<1x2x1xf64>, tensor<1x2x1xf64>, tensor<1x1x2xf64>) -> tensor<1x2x1xf64>
   func.return %db, %dq, %dv, %dk, %gdv : tensor<1x1x3x3xf64>, tensor<1x3x2xf64>, tensor<1x3x2xf64>, tensor<1x3x2xf64>, tensor<1x2x1xf64>
+}
+
+// causal_padding: query i sees keys <= i that the mask [1, 0, 1] keeps; with q = 0 each
+// averages its V rows [1, 2], [3, 4], [5, 9]: q0 and q1 see key 0, q2 keys 0 and 2.
+// CP: result 0: tensor<1x3x2xf32>
+// CP-NEXT: {{\[\[\[}}1.000000, 2.000000],
+// CP-NEXT: [1.000000, 2.000000],
+// CP-NEXT: [3.000000, 5.500000]]]
+func.func @causal_padding() -> tensor<1x3x2xf32> {
+  %q = rlx.constant {value = dense<0.0> : tensor<1x3x2xf32>} : () -> tensor<1x3x2xf32>
+  %k = rlx.constant {value = dense<[[[1.0, -2.0], [0.5, 3.0], [4.0, 1.0]]]> : tensor<1x3x2xf32>} : () -> tensor<1x3x2xf32>
+  %v = rlx.constant {value = dense<[[[1.0, 2.0], [3.0, 4.0], [5.0, 9.0]]]> : tensor<1x3x2xf32>} : () -> tensor<1x3x2xf32>
+  %m = rlx.constant {value = dense<[[true, false, true]]> : tensor<1x3xi1>} : () -> tensor<1x3xi1>
+  %y = rlx.attention %q, %k, %v, %m {num_heads = 1 : i64, head_dim = 2 : i64, mask_kind = "causal_padding"} : (tensor<1x3x2xf32>, tensor<1x3x2xf32>, tensor<1x3x2xf32>, tensor<1x3xi1>) -> tensor<1x3x2xf32>
+  func.return %y : tensor<1x3x2xf32>
 }

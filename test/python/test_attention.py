@@ -257,3 +257,46 @@ def test_builder_rejects_bad_attributes():
     assert math.isclose(
         b.attention(q, k, k, num_heads=2, head_dim=4, score_scale=0.5).value.owner.attr(
             "score_scale"), 0.5)
+
+
+def test_causal_with_key_padding_is_one_op_with_row_blocks():
+    """mask_kind='causal' with a [B, S_kv] key-padding mask is the op's causal_padding
+    kind (no dense [B, H, S, S_kv] bias): at S = 256 it is cut into causal row blocks;
+    values and q/k/v gradients match torch's SDPA with the combined bool mask, and a query
+    whose visible keys are all padding gives zeros (torch: NaN)."""
+    import torch
+
+    from rlx_mlir.dialects.attention import AttentionConfig, row_blocks
+
+    B, S, H, D = 2, 256, 2, 16
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal((B, S, H * D)).astype(np.float32) for _ in range(3))
+    pad = np.ones((B, S), bool)
+    pad[0, 200:], pad[1, :3] = False, False  # example 1: queries 0..2 see only padding
+    assert len(row_blocks(AttentionConfig(H, H, D, "causal_padding"), S, S)) == 2
+
+    def f(q, k, v):
+        return rlx.nn.attention(q, k, v, H, mask=pad, mask_kind="causal")
+
+    text = rlx.jit(f).lower(q, k, v).as_text()
+    assert 'mask_kind = "causal_padding"' in text and "tensor<2x2x256x256" not in text
+    keep = torch.tensor(np.tril(np.ones((S, S), bool)))[None, None] & \
+        torch.tensor(pad)[:, None, None, :]
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+
+    def heads(t):
+        return t.reshape(B, S, H, D).transpose(1, 2)
+
+    want = torch.nn.functional.scaled_dot_product_attention(
+        heads(tq), heads(tk), heads(tv), attn_mask=keep).transpose(1, 2).reshape(B, S, H * D)
+    want = torch.nan_to_num(want)
+    got = rlx.jit(f)(q, k, v)
+    np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert not got[1, :3].any()
+    cot = rng.standard_normal(got.shape).astype(np.float32)
+    grads = rlx.jit(rlx.grad(lambda q, k, v: (f(q, k, v) * cot).sum(), argnums=(0, 1, 2)))(q, k, v)
+    torch_grads = torch.autograd.grad((want * torch.tensor(cot)).sum(), (tq, tk, tv))
+    for mine, theirs in zip(grads, torch_grads, strict=True):
+        np.testing.assert_allclose(mine, np.nan_to_num(theirs.numpy()), rtol=1e-3, atol=1e-4)
+    batched = rlx.vmap(f, in_axes=(0, None, None))(np.stack([q, q * 0.5]), k, v)
+    np.testing.assert_allclose(batched[1], rlx.jit(f)(q * 0.5, k, v), rtol=1e-5, atol=1e-6)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -33,6 +33,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_d
 
 from rlx_mlir.dialects.attention import (
     CUSTOM_KEEP_THRESHOLD,
+    KEY_PADDING_KINDS,
     AttentionConfig,
     AttentionOp,
     attention_logits,
@@ -590,7 +591,8 @@ def attention_backward_jvp(cfg: AttentionConfig, wrt: str, primals: Sequence[np.
 
 # ---- the ops
 
-JVP_MASK_OPERANDS: dict[str, tuple[str, ...]] = {"custom": ("mask",), "bias": ("mask", "t_bias")}
+JVP_MASK_OPERANDS: dict[str, tuple[str, ...]] = {
+    "custom": ("mask",), "causal_padding": ("mask",), "bias": ("mask", "t_bias")}
 """mask_kind -> the operands after the tangents (a bias mask comes with its tangent)."""
 
 
@@ -997,13 +999,16 @@ class PrimitiveAttention:
         """The mask_kind's keep predicate, broadcastable to the scores (None: keep all)."""
         n, _, s, skv = self.scores.shape
         kind, mask = self.cfg.mask_kind, self.mask
-        if kind in ("causal", "sliding_window"):
-            return self.b.constant(attention_mask(self.cfg, s, skv))
-        if kind != "custom" or mask is None:
-            return None
+        positional = None
+        if kind in ("causal", "sliding_window", "causal_padding"):
+            cfg = replace(self.cfg, mask_kind="causal") if kind == "causal_padding" else self.cfg
+            positional = self.b.constant(attention_mask(cfg, s, skv))
+        if kind not in KEY_PADDING_KINDS or mask is None:
+            return positional
         if mask.dtype != "i1":
             mask = self.b.compare(mask, self._scalar(CUSTOM_KEEP_THRESHOLD), predicate="ge")
-        return self.b.reshape(mask, (n, 1, 1, skv))
+        keys = self.b.reshape(mask, (n, 1, 1, skv))
+        return keys if positional is None else self.b.where(positional, keys, positional)
 
     @cached_property
     def probs(self) -> Tensor:
