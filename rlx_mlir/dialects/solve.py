@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.dialects import tensor as tensor_d
-from xdsl.dialects.builtin import IndexType, IntegerAttr, TensorType, i1
+from xdsl.dialects.builtin import ComplexType, IndexType, IntegerAttr, TensorType, i1
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from rlx_mlir.dialects.base import (
+    COMPLEX_DTYPES,
     FLOAT_DTYPES,
     RlxOp,
     ShapeError,
@@ -60,8 +61,8 @@ class SolveOp(RlxOp):
     @classmethod
     def infer(cls, types, attrs, out):
         dtype = expect_same_dtype(types, f"'{cls.name}' operands")
-        if dtype not in FLOAT_DTYPES:
-            raise ShapeError(f"'{cls.name}' operands must be f32 or f64, got {dtype}")
+        if dtype not in (*FLOAT_DTYPES, *COMPLEX_DTYPES):
+            raise ShapeError(f"'{cls.name}' operands must be f32, f64, c64 or c128, got {dtype}")
         lead = cls.BATCH
         a = expect_rank(types[0], [lead + 2], f"'{cls.name}' A")
         b = expect_rank(types[1], [lead + 1, lead + 2], f"'{cls.name}' B")
@@ -147,13 +148,14 @@ def _interpret_solve(op: SolveOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @VJP.register(DenseSolveOp, BatchedDenseSolveOp)
 def _vjp_solve(ctx: VjpContext, op: SolveOp, g: Tensor) -> list[Tensor | None]:
-    """Implicit function rule: ``dB = solve(Aᵀ, g)``, ``dA = -dB Xᵀ`` (per batch slice)."""
+    """Implicit function rule: ``dB = solve(Aᴴ, g)``, ``dA = -dB Xᴴ`` (per batch slice; the
+    conjugate transposes are plain ones for real operands, SPEC 5.9)."""
     a, _ = ctx.inputs(op)
     (x,) = ctx.outputs(op)
     lead = type(op).BATCH
     swap_last = [*range(lead), lead + 1, lead]
-    db = ctx.b.emit(op.name, ctx.b.transpose(a, perm=swap_last), g)
-    da = -ctx.b.matmul(*_outer_factors(ctx, db, x, lead, swap_last))
+    db = ctx.b.emit(op.name, ctx.b.transpose(a.conj(), perm=swap_last), g)
+    da = -ctx.b.matmul(*_outer_factors(ctx, db, x.conj(), lead, swap_last))
     return [da, db]
 
 
@@ -248,6 +250,14 @@ def _for(e: Emitter, lb: Index, ub: Index, inits: Sequence[SSAValue],
     return list(op.results)
 
 
+def _magnitude(s: Emitter, v: SSAValue) -> SSAValue:
+    """The pivot size: ``|v|``, or ``|re| + |im|`` for a complex ``v`` (LAPACK's ``cabs1``,
+    which ``zgetrf`` pivots by)."""
+    if not isinstance(v.type, ComplexType):
+        return s.abs(v)
+    return s.add(s.abs(s.real(v)), s.abs(s.imag(v)))
+
+
 @dataclass(frozen=True)
 class _LuKernel:
     """Emits one slice's solve on whole tensors: indices are ``pre + [i, j]``.
@@ -301,11 +311,11 @@ class _LuKernel:
         """``(row, |value|)`` of the first largest ``|A[i, k]|`` for ``i >= k``."""
 
         def body(t: Emitter, i: SSAValue, row: SSAValue, peak: SSAValue) -> list[SSAValue]:
-            v = t.abs(self.at(t, a, [*pre, i, k]))
+            v = _magnitude(t, self.at(t, a, [*pre, i, k]))
             better = t.cmp("gt", v, peak)
             return [t.select(better, i, row), t.select(better, v, peak)]
 
-        start = s.abs(self.at(s, a, [*pre, k, k]))
+        start = _magnitude(s, self.at(s, a, [*pre, k, k]))
         return _for(s, _iadd(s, k, 1), self.n, [k, start], body)
 
     def swap_rows(self, s: Emitter, t: SSAValue, idx, lo: Index, hi: Index, r1: SSAValue,

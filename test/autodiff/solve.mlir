@@ -62,3 +62,17 @@ func.func @batched_multi(%A: tensor<2x3x3xf32> {rlx.name = "A", rlx.param}, %B: 
   %x = rlx.batched_dense_solve %A, %B : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   func.return %x : tensor<2x3x4xf32>
 }
+
+// Complex: dB = solve(A^H, g) and dA = -dB X^H (conjugate transposes, SPEC 5.9), checked
+// against finite differences of a real loss |X|^2.
+// GRADS: check-grads @complex_solve: OK
+// CHECK-LABEL: func.func @complex_solve_grad(
+// CHECK: %[[AH:.*]] = rlx.conjugate %A : (tensor<3x3xcomplex<f32>>) -> tensor<3x3xcomplex<f32>>
+// CHECK: rlx.transpose %[[AH]] {perm = array<i64: 1, 0>}
+// CHECK: rlx.conjugate %{{.*}} : (tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
+func.func @complex_solve(%A: tensor<3x3xcomplex<f32>> {rlx.name = "A", rlx.param}, %b: tensor<3xcomplex<f32>> {rlx.name = "b", rlx.param}) -> tensor<f32> {
+  %x = rlx.dense_solve %A, %b : (tensor<3x3xcomplex<f32>>, tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
+  %n = rlx.complex_norm_sq %x : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+  %l = rlx.reduce_sum %n {axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}

@@ -43,7 +43,7 @@ func.func @mixed_dtypes(%a: tensor<3x3xf32>, %b: tensor<3xf64>) -> tensor<3xf64>
 // -----
 
 func.func @int_dtype(%a: tensor<3x3xi32>, %b: tensor<3xi32>) -> tensor<3xi32> {
-  // expected-error @below {{'rlx.dense_solve' op operands must be f32 or f64, got i32}}
+  // expected-error @below {{'rlx.dense_solve' op operands must be f32, f64, c64 or c128, got i32}}
   %0 = rlx.dense_solve %a, %b : (tensor<3x3xi32>, tensor<3xi32>) -> tensor<3xi32>
   func.return %0 : tensor<3xi32>
 }
