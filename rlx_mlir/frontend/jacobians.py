@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from rlx_mlir.builder import Tensor
-from rlx_mlir.dialects.base import NUMPY_DTYPES, REAL_FLOAT_DTYPES
+from rlx_mlir.dialects.base import COMPLEX_DTYPES, NUMPY_DTYPES, REAL_FLOAT_DTYPES
 from rlx_mlir.frontend.tracing import (
     TreeDef,
     _active,
@@ -52,33 +52,38 @@ Spec = tuple[tuple[int, ...], str]
 """A leaf's shape and rlx dtype."""
 
 
-def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def jacfwd(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fn`` by forward mode: one ``jvp`` per argument element, batched.
     With ``has_aux``, ``fn`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``.
+    With ``holomorphic`` (complex arguments and outputs, as JAX's), the complex derivative.
 
     >>> J = rlx.jacfwd(lambda p: p["w"] * p["b"])({"w": w, "b": b})  # doctest: +SKIP
     >>> J["w"].shape == w.shape + w.shape                            # doctest: +SKIP
     """
-    return _jacobian(fn, argnums, has_aux, "jacfwd", _forward_blocks)
+    return _jacobian(fn, argnums, has_aux, "jacfwd", _forward_blocks, holomorphic)
 
 
-def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def jacrev(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fn`` by reverse mode: one gradient per output element, batched.
     With ``has_aux``, ``fn`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``.
+    With ``holomorphic`` (complex arguments and outputs, as JAX's), the complex derivative.
 
     >>> Jx, Jy = rlx.jacrev(lambda x, y: x * y, argnums=(0, 1))(x, y)  # doctest: +SKIP
     """
-    return _jacobian(fn, argnums, has_aux, "jacrev", _reverse_blocks)
+    return _jacobian(fn, argnums, has_aux, "jacrev", _reverse_blocks, holomorphic)
 
 
-def hessian(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def hessian(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
     """The Hessian of a scalar ``fn``: ``jacfwd(jacrev(fn))`` (forward over reverse); for a
     dict argument ``p``, ``H[k1][k2]`` has shape ``p[k1].shape + p[k2].shape``.
 
     >>> H = rlx.hessian(lambda x: (x ** 3).sum())(np.ones(2))   # doctest: +SKIP
     """
-    inner = _jacobian(fn, argnums, has_aux, "hessian", _reverse_blocks)
-    return _jacobian(inner, argnums, has_aux, "hessian", _forward_blocks)
+    inner = _jacobian(fn, argnums, has_aux, "hessian", _reverse_blocks, holomorphic)
+    return _jacobian(inner, argnums, has_aux, "hessian", _forward_blocks, holomorphic)
 
 
 Blocks = list[list[Any]]
@@ -86,18 +91,19 @@ Blocks = list[list[Any]]
 
 
 def _jacobian(fn: Callable, argnums: Any, has_aux: Any, caller: str,
-              method: Callable[[_Problem], Blocks]) -> Callable:
+              method: Callable[[_Problem], Blocks], holomorphic: Any = False) -> Callable:
     _check_callable(fn, caller)
     nums = _argnums(argnums, caller)
-    if not isinstance(has_aux, bool):
-        raise _error(f"{caller}: has_aux must be a bool; got {has_aux!r}")
+    for name, flag in (("has_aux", has_aux), ("holomorphic", holomorphic)):
+        if not isinstance(flag, bool):
+            raise _error(f"{caller}: {name} must be a bool; got {flag!r}")
     sequence = isinstance(argnums, (tuple, list))
 
     def jacobian(*args: Any) -> Any:
         if not _active():
             return compiled(*args)
         picked = _resolve_argnums(nums, len(args), caller)
-        problem = _problem(fn, args, picked, has_aux, caller)
+        problem = _problem(fn, args, picked, has_aux, caller, holomorphic)
         found = problem.assemble(method(problem), picked, sequence)
         return (found, problem.aux) if has_aux else found
 
@@ -122,6 +128,7 @@ class _Problem:
     aux: Any
     has_aux: bool
     caller: str
+    holomorphic: bool = False
 
     def outputs(self, *xs: Any) -> list[Any]:
         """The output leaves of ``fn`` with ``xs`` in place of the differentiated leaves."""
@@ -158,7 +165,7 @@ class _Problem:
 
 
 def _problem(fn: Callable, args: tuple, picked: tuple[int, ...], has_aux: bool,
-             caller: str) -> _Problem:
+             caller: str, holomorphic: bool) -> _Problem:
     """Check and flatten the differentiated arguments and ``fn``'s output at ``args``."""
     unique = tuple(dict.fromkeys(picked))
     trees, xs = [], []
@@ -166,13 +173,14 @@ def _problem(fn: Callable, args: tuple, picked: tuple[int, ...], has_aux: bool,
         leaves, tree = flatten(args[i])
         trees.append(tree)
         xs += [_float_tensor(leaf, f"the differentiated argument {i}"
-                             f"{_at(path) if tree.kind != 'leaf' else ''}", caller)
+                             f"{_at(path) if tree.kind != 'leaf' else ''}", caller, holomorphic)
                for path, leaf in leaves]
     out, aux = _split_aux(fn(*args), has_aux, caller)
     leaves, out_tree = flatten(out)
     outs = [_float_spec(leaf, f"the output{_at(path) if out_tree.kind != 'leaf' else ''}",
-                        caller) for path, leaf in leaves]
-    return _Problem(fn, args, unique, trees, xs, out_tree, outs, aux, has_aux, caller)
+                        caller, holomorphic) for path, leaf in leaves]
+    return _Problem(fn, args, unique, trees, xs, out_tree, outs, aux, has_aux, caller,
+                    holomorphic)
 
 
 def _split_aux(out: Any, has_aux: bool, caller: str) -> tuple[Any, Any]:
@@ -185,16 +193,21 @@ def _split_aux(out: Any, has_aux: bool, caller: str) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def _float_spec(leaf: Any, what: str, caller: str) -> Spec:
+def _float_spec(leaf: Any, what: str, caller: str, holomorphic: bool = False) -> Spec:
+    """A leaf's spec: a real float one, or with ``holomorphic`` a complex one (JAX's rule)."""
     shape, dtype = _spec(leaf)
-    if dtype not in REAL_FLOAT_DTYPES:
-        raise _error(f"{caller}: {what} must be a float array; got {dtype}")
+    if holomorphic and dtype not in COMPLEX_DTYPES:
+        raise _error(f"{caller}(holomorphic=True): {what} must be a complex array; got {dtype}")
+    if not holomorphic and dtype not in REAL_FLOAT_DTYPES:
+        hint = (" (for the complex derivative of a holomorphic function pass "
+                "holomorphic=True)" if dtype in COMPLEX_DTYPES else "")
+        raise _error(f"{caller}: {what} must be a float array; got {dtype}{hint}")
     return shape, dtype
 
 
-def _float_tensor(leaf: Any, what: str, caller: str) -> Tensor:
-    """A differentiated leaf as a float Tensor of the innermost trace."""
-    _float_spec(leaf, what, caller)
+def _float_tensor(leaf: Any, what: str, caller: str, holomorphic: bool = False) -> Tensor:
+    """A differentiated leaf as a float (or complex) Tensor of the innermost trace."""
+    _float_spec(leaf, what, caller, holomorphic)
     return leaf if isinstance(leaf, Tensor) else _active()[-1].constant(_as_array(leaf))
 
 
@@ -252,15 +265,21 @@ def _reverse_blocks(p: _Problem) -> Blocks:
     wrt = tuple(range(len(p.xs)))
 
     def row(cotangents: list[Tensor]) -> tuple:
-        return grad(lambda *xs: _dot(p.outputs(*xs), cotangents), argnums=wrt)(*p.xs)
+        grads = grad(lambda *xs: _dot(p.outputs(*xs), cotangents, p.holomorphic),
+                     argnums=wrt)(*p.xs)
+        # holomorphic: the gradient of Re(f_j) is conj(f_j') / 2 (SPEC 5.9's convention)
+        return tuple(g.conj() * 2 for g in grads) if p.holomorphic else grads
 
     rows = vmap(row)(_basis(p.outs))
     return [[_rows(r, start, n).reshape((*o, *x.shape)) for r, x in zip(rows, p.xs, strict=True)]
             for (o, _), start, n in zip(p.outs, _offsets(sizes), sizes, strict=True)]
 
 
-def _dot(outs: Sequence[Any], cotangents: Sequence[Tensor]) -> Tensor:
-    """``sum(<out, cotangent>)`` over the output leaves (in f64 if any of them is)."""
+def _dot(outs: Sequence[Any], cotangents: Sequence[Tensor], real_part: bool = False) -> Tensor:
+    """``sum(<out, cotangent>)`` over the output leaves (in f64 if any of them is; its real
+    part with ``real_part``)."""
     terms = [(ct * out).sum() for out, ct in zip(outs, cotangents, strict=True)]
+    if real_part:
+        terms = [t.real for t in terms]
     dtype = "f64" if any(t.dtype == "f64" for t in terms) else "f32"
     return functools.reduce(operator.add, [t.astype(dtype) for t in terms])
