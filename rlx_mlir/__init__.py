@@ -36,6 +36,7 @@ from rlx_mlir.frontend import (
     value_and_grad,
     while_loop,
 )
+from rlx_mlir.frontend.einsum import dot_general as _dot_general
 from rlx_mlir.frontend.einsum import einsum as _einsum
 from rlx_mlir.frontend.einsum import tensordot as _tensordot
 from rlx_mlir.frontend.trees import tree_leaves, tree_map
@@ -46,6 +47,7 @@ from rlx_mlir.tools.view_graph import view
 from rlx_mlir.transforms.autodiff import grad_with_loss
 
 einsum = nn._eager(nn._half_in_f32(_einsum))
+dot_general = nn._eager(nn._half_in_f32(_dot_general))
 tensordot = nn._eager(nn._half_in_f32(_tensordot))
 
 
@@ -88,7 +90,7 @@ def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 __all__ = [
-    "Builder", "RlxError", "Tensor", "compile", "cond", "custom_vjp", "einsum", "fori_loop", "grad",
+    "Builder", "RlxError", "Tensor", "compile", "cond", "custom_vjp", "dot_general", "einsum", "fori_loop", "grad",
     "grad_with_loss",
     "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "linalg", "nn", "parse", "scan", "to_text", "trace", "tree_leaves", "tree_map", "value_and_grad",
     "tensordot", "verify", "view", "vmap", "while_loop",

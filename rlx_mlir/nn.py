@@ -817,6 +817,20 @@ def grouped_matmul(x: Tensor, w: Tensor, ids: Tensor, transpose_w: bool = False)
     return b.grouped_matmul(_inexact(x), _inexact(w), ids, transpose_w=transpose_w or None)
 
 
+def lora_matmul(x: Tensor, w: Tensor, a: Tensor, b: Tensor, scale: float = 1.0) -> Tensor:
+    """A low-rank adapted linear map (SPEC 2.3.2 ``LoraMatMul``): ``x @ w + scale * (x @
+    a) @ b`` for ``w [K, N]``, ``a [K, r]``, ``b [r, N]``; the rank-r product is taken
+    first, so it costs ``r (K + N)`` per row, not a ``[K, N]`` update.
+
+    >>> y = rlx.nn.lora_matmul(x, p["w"], p["lora_a"], p["lora_b"], scale=2.0)  # doctest: +SKIP
+    """
+    scale = _integer(scale)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating)):
+        raise RlxError(f"lora_matmul: scale must be a number, got {scale!r}",
+                       loc=loc_from_attr(_user_location()))
+    return x @ w + ((x @ a) @ b) * float(scale)
+
+
 # ---------------------------------------------------------------- eager calls
 
 

@@ -273,3 +273,36 @@ def tensordot(a: Tensor, b: Tensor, axes: int | Sequence = 2) -> Tensor:
     summed = {la[i % a.ndim] for i in pairs[0]}
     out = "".join(c for c in la if c not in summed) + "".join(c for c in lb if c not in summed)
     return einsum(f"{''.join(la)},{''.join(lb)}->{out}", a, b)
+
+
+def dot_general(lhs: Tensor, rhs: Tensor, dimension_numbers: Sequence) -> Tensor:
+    """``jax.lax.dot_general``: ``dimension_numbers = ((lhs_contracting, rhs_contracting),
+    (lhs_batch, rhs_batch))``; the result's axes are the batch axes, then lhs's free axes,
+    then rhs's (XLA's order, SPEC 2.2.12).
+
+    >>> rlx.dot_general(q, k, (((2,), (2,)), ((0,), (0,))))     # doctest: +SKIP
+    """
+    lhs, rhs = _operands([lhs, rhs])
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+        lc, rc, lb, rb = ([int(a) for a in axes] for axes in (lc, rc, lb, rb))
+    except (TypeError, ValueError):
+        raise _error("dot_general: dimension_numbers must be ((lhs_contracting, "
+                     "rhs_contracting), (lhs_batch, rhs_batch)), got "
+                     f"{dimension_numbers!r}") from None
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise _error(f"dot_general: {len(lc)}/{len(rc)} contracting and {len(lb)}/{len(rb)} "
+                     "batch axes do not pair up")
+    for axes, rank, what in ((lc + lb, lhs.ndim, "lhs"), (rc + rb, rhs.ndim, "rhs")):
+        if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+            raise _error(f"dot_general: {what} axes {axes} are repeated or out of range for "
+                         f"rank {rank}")
+    letters = iter(string.ascii_letters)
+    left = [next(letters) for _ in range(lhs.ndim)]
+    right = [next(letters) for _ in range(rhs.ndim)]
+    for i, j in zip(lc + lb, rc + rb, strict=True):
+        right[j] = left[i]
+    batch = "".join(left[i] for i in lb)
+    free_l = "".join(c for i, c in enumerate(left) if i not in lc + lb)
+    free_r = "".join(c for j, c in enumerate(right) if j not in rc + rb)
+    return einsum(f"{''.join(left)},{''.join(right)}->{batch}{free_l}{free_r}", lhs, rhs)

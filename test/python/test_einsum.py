@@ -109,3 +109,32 @@ def test_errors_are_located(call, message):
     with pytest.raises(RlxError, match=message) as info:
         rlx.jit(call)(a, b)
     assert "test_einsum.py" in str(info.value)
+
+
+@pytest.mark.parametrize("dimension_numbers,shapes", [
+    ((((2,), (2,)), ((0,), (0,))), [(2, 5, 4), (2, 6, 4)]),     # batched q k^T
+    ((((1, 2), (1, 0)), ((), ())), [(3, 4, 5), (5, 4, 2)]),     # two contracting axes
+    ((((0,), (1,)), ((2,), (0,))), [(4, 3, 2), (2, 4, 5)]),     # batch axis not leading
+])
+def test_dot_general_matches_jax(dimension_numbers, shapes):
+    import jax
+
+    lhs, rhs = _arrays(*shapes, seed=6)
+    want = np.asarray(jax.lax.dot_general(lhs, rhs, dimension_numbers))
+    got = rlx.jit(lambda a, b: rlx.dot_general(a, b, dimension_numbers))(lhs, rhs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(RlxError, match="do not pair up"):
+        rlx.jit(lambda a, b: rlx.dot_general(a, b, (((0,), ()), ((), ()))))(lhs, rhs)
+
+
+def test_lora_matmul_is_the_low_rank_update():
+    x, w, a, b = _arrays((4, 8), (8, 6), (8, 2), (2, 6), seed=7)
+    y = rlx.jit(lambda x, a, b: rlx.nn.lora_matmul(x, w, a, b, scale=0.5))(x, a, b)
+    np.testing.assert_allclose(y, x @ w + 0.5 * (x @ a) @ b, rtol=1e-5, atol=1e-5)
+    ga, gb = rlx.grad(lambda a, b: rlx.nn.lora_matmul(x, w, a, b, scale=0.5).sum(),
+                      argnums=(0, 1))(a, b)
+    ones = np.ones((4, 6), np.float32)
+    np.testing.assert_allclose(ga, 0.5 * x.T @ ones @ b.T, rtol=1e-5)
+    np.testing.assert_allclose(gb, 0.5 * (x @ a).T @ ones, rtol=1e-5)
+    with pytest.raises(RlxError, match="scale must be a number"):
+        rlx.jit(lambda x: rlx.nn.lora_matmul(x, w, a, b, scale="2"))(x)
