@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
+from xdsl.ir.affine import AffineMap
 from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 from rlx_mlir.dialects.base import (
@@ -677,8 +678,52 @@ _ACTIVATION_BODIES: dict[str, Callable[..., Any]] = {
 
 @LOWER.register(*ACTIVATION_OPS.values())
 def _lower_activation(op: UnaryOp, e: Any, x: Any) -> Any:
-    body = _ACTIVATION_BODIES[op.name.removeprefix("rlx.")]
+    kind = op.name.removeprefix("rlx.")
+    body = _ACTIVATION_BODIES[kind]
+    if kind in ("sin", "cos"):
+        return lower_trig(e, x, [x], lambda s, v, cosine=kind == "cos": trig(s, v, cosine),
+                          body)
     return e.elementwise([x], _element_type(op.result), body)
+
+
+def trig(s: Any, v: Any, cosine: bool) -> Any:
+    """The vectorized f32 ``sin`` / ``cos`` (``fastmath.sin_cos_f32``)."""
+    from rlx_mlir.lowering import fastmath
+
+    return fastmath.sin_cos_f32(s, v, cosine)
+
+
+def lower_trig(e: Any, x: Any, inputs: list[Any], fast: Callable[..., Any],
+               exact: Callable[..., Any]) -> Any:
+    """An elementwise op on ``inputs`` whose body takes ``sin`` / ``cos`` of ``x`` (the
+    first input): for f32, the ``fast`` body when ``max |x|`` is within
+    ``fastmath.SIN_COS_RANGE`` (NaNs do not count), else the ``exact`` one (libm's
+    ``sinf`` per element, which reduces huge arguments exactly). ``sin`` of ``[1024,
+    1024]`` f32: 4.7 -> 0.47 ms (numpy 0.38, torch 0.50); with one argument beyond the
+    range, 9.5 ms (the exact loop runs inside the branch, unscheduled)."""
+    from rlx_mlir.lowering import fastmath
+    from rlx_mlir.lowering.regions import first_element, if_else
+
+    dtype = _element_type(x)
+    if str(dtype) != "f32":
+        return e.elementwise(inputs, dtype, exact)
+    shape = x.type.get_shape()
+    rank = len(shape)
+
+    def larger(s: Any, v: Any, acc: Any) -> Any:  # NaN (compares false) is skipped
+        return s.select(s.cmp("gt", s.abs(v), acc), s.abs(v), acc)
+
+    rows = e.reduce(x, [rank - 1], 0.0, larger) if rank > 1 else x  # row by row: vectorized
+    peak = e.reduce(rows, list(range(max(rank - 1, 1))), 0.0, larger) if rank else x
+    beyond = e.cmp("gt", first_element(e, peak), fastmath.SIN_COS_RANGE)
+    quick = e.elementwise(inputs, dtype, fast)  # outside the branch: scheduled, vectorized
+    identity = AffineMap.identity(rank)
+
+    def overwrite(s: Any) -> list[Any]:  # into quick's buffer: neither branch copies
+        return [s.generic(inputs, [quick], [identity] * (len(inputs) + 1),
+                          ["parallel"] * rank, lambda t, *v: exact(t, *v[:-1]))]
+
+    return if_else(e, beyond, [x.type], overwrite, lambda s: [quick])[0]
 
 
 @LOWER.register(CompareOp)

@@ -18,6 +18,13 @@ gradient 17% faster than with a mul and an add, and rounded once):
 * ``tanh``: Eigen's odd/even rational approximation on ``[-7.9, 7.9]`` (outside it
   ``tanh`` rounds to +-1 in f32); max absolute error ~3e-7 over the range.
 * ``erf``: the same form on ``[-4, 4]`` (Eigen's coefficients).
+* ``sin`` / ``cos`` (:func:`sin_cos_f32`): in f64, ``k = roundeven(x 2/pi)``, ``r = x - k
+  pi/2`` with a two-part pi/2 (fdlibm's ``pio2_1``, 33 bits, and ``pio2_1t``: ``k pio2_1``
+  is exact for ``|k| < 2^20``), Taylor polynomials to ``r^11`` / ``r^12`` on ``|r| <=
+  pi/4`` (errors below 1e-11), the quadrant ``k mod 4`` picking ``+-sin r`` or ``+-cos r``,
+  one rounding to f32: within half an ulp up to ``|x| <= SIN_COS_RANGE``. Larger
+  arguments need Payne-Hanek reduction: the lowerings of ``rlx.sin`` / ``rlx.cos`` check
+  ``max |x|`` and then run ``math.sin`` (libm) instead.
 
 >>> # inside a LOWER rule body: s.exp(v) emits these ops for an f32 ``v``
 """
@@ -157,3 +164,34 @@ def f32_to_bf16(s: Emitter, x: Value) -> Value:
     top = s.select(s.cmp("ne", x, x), quiet_nan, rounded)
     half = s.emit(arith.TruncIOp(top, IntegerType(16)))
     return s.emit(arith.BitcastOp(half, BFloat16Type()))
+
+
+SIN_COS_RANGE = 524288.0
+"""``|x|`` up to which :func:`sin_cos_f32` is accurate (``2^19``: ``|k| < 2^19 < 2^20``)."""
+_TWO_OVER_PI = 0.63661977236758134308
+_ROUND_SHIFT = 6755399441055744.0  # 1.5 * 2^52
+_PIO2_1, _PIO2_1T = 1.57079632673412561417e+00, 6.07710050650619224932e-11
+_SIN_POLY = (-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6)
+_COS_POLY = (1.0 / 479001600, -1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5)
+
+
+def sin_cos_f32(s: Emitter, x: Value, cosine: bool) -> Value:
+    """``sin(x)`` (or ``cos(x)`` when ``cosine``) of an f32 ``x`` with ``|x| <=
+    SIN_COS_RANGE``, vectorizable (module docstring); NaN for NaN and infinities.
+
+    >>> # inside a LOWER rule body: fastmath.sin_cos_f32(s, v, cosine=False)
+    """
+    xd = s.cast(x, "f64")
+    # round to nearest even by the 1.5 * 2^52 shifter (pure adds: vectorizes everywhere)
+    k = s.sub(s.add(s.mul(xd, _TWO_OVER_PI), _ROUND_SHIFT), _ROUND_SHIFT)
+    r = _fma(s, s.neg(k), _PIO2_1T, _fma(s, s.neg(k), _PIO2_1, xd))
+    r2 = s.mul(r, r)
+    sin_r = _fma(s, s.mul(r, r2), _horner(s, r2, _SIN_POLY), r)
+    cos_r = _fma(s, s.mul(r2, r2), _horner(s, r2, _COS_POLY[:-1]), _fma(s, r2, -0.5, 1.0))
+    if cosine:  # cos(r + k pi/2) = sin(r + (k + 1) pi/2)
+        k = s.add(k, 1.0)
+    quadrant = s.sub(k, s.mul(s.floor(s.mul(k, 0.25)), 4.0))  # k mod 4, exactly, in 0..3
+    value = s.select(s.cmp("eq", s.sub(quadrant, s.mul(s.floor(s.mul(quadrant, 0.5)), 2.0)),
+                           1.0), cos_r, sin_r)
+    negative = s.cmp("ge", quadrant, 2.0)
+    return s.cast(s.select(negative, s.neg(value), value), "f32")

@@ -24,7 +24,7 @@ from rlx_mlir.dialects.base import (
     require,
     shape_of,
 )
-from rlx_mlir.dialects.elementwise import ACTIVATIONS, _erf, _sigmoid
+from rlx_mlir.dialects.elementwise import ACTIVATIONS, _erf, _sigmoid, lower_trig, trig
 from rlx_mlir.rules import INTERPRET, JVP, VJP, VMAP
 
 
@@ -406,8 +406,23 @@ assert set(_SECOND_DERIVATIVE_BODIES) == set(SECOND_DERIVATIVES)
 _BODIES_BY_ORDER = {1: _DERIVATIVE_BODIES, 2: _SECOND_DERIVATIVE_BODIES}
 
 
+_TRIG_DERIVATIVES: dict[tuple[str, int], tuple[bool, float]] = {
+    ("sin", 1): (True, 1.0), ("cos", 1): (False, -1.0),
+    ("sin", 2): (False, -1.0), ("cos", 2): (True, -1.0),
+}
+"""(kind, order) -> the derivative as ``sign * (cos if cosine else sin)(x)``."""
+
+
 @LOWER.register(ActivationBackwardOp)
 def _lower_activation_backward(op: ActivationBackwardOp, e: Any, x: Any, dy: Any) -> Any:
-    derivative = _BODIES_BY_ORDER[op.attr("order", 1)][op.attr("kind")]
-    return e.elementwise([x, dy], x.type.element_type,
-                         lambda s, v, g: s.mul(derivative(s, v), g))
+    order, kind = op.attr("order", 1), op.attr("kind")
+    derivative = _BODIES_BY_ORDER[order][kind]
+
+    def exact(s: Any, v: Any, g: Any) -> Any:
+        return s.mul(derivative(s, v), g)
+
+    if (kind, order) not in _TRIG_DERIVATIVES:
+        return e.elementwise([x, dy], x.type.element_type, exact)
+    cosine, sign = _TRIG_DERIVATIVES[kind, order]
+    return lower_trig(e, x, [x, dy],
+                      lambda s, v, g: s.mul(s.mul(trig(s, v, cosine), sign), g), exact)
