@@ -771,7 +771,9 @@ def _integer_indices(b: Builder, ids: Tensor | np.ndarray, what: str,
     any other dtype (float, bool) is an ``RlxError`` naming ``what``."""
     if not isinstance(ids, Tensor):
         ids = np.asarray(ids)
-        if ids.dtype.kind in "iu":
+        if ids.dtype.kind == "u" and ids.dtype.itemsize >= 4:  # past int32 / int64: clamp
+            ids = b.constant(np.minimum(ids.astype(np.uint64), np.uint64(2**63 - 1)).astype(np.int64))
+        elif ids.dtype.kind in "iu":
             ids = b.constant(ids.astype(np.int64 if ids.dtype.itemsize > 4 else np.int32))
     dtype = ids.dtype if isinstance(ids, Tensor) else str(ids.dtype)
     if dtype not in ("i32", "i64"):
@@ -801,20 +803,40 @@ def embedding(table: Tensor, ids: Tensor) -> Tensor:
 def grouped_matmul(x: Tensor, w: Tensor, ids: Tensor, transpose_w: bool = False) -> Tensor:
     """Mixture-of-experts matmul: ``y[i] = x[i] @ w[ids[i]]`` for tokens ``x [M, K]``,
     expert weights ``w [E, K, N]`` (``[E, N, K]`` with ``transpose_w``, then ``x[i] @
-    w[ids[i]].T``) and integer expert ids ``[M]`` (clamped to ``[0, E)``). One matmul per
-    expert over its tokens, in any token order (``jax.lax.ragged_dot`` needs them sorted).
+    w[ids[i]].T``) and integer expert ids ``[M]``: negative ids count from the end and the
+    others are clamped to ``[0, E)``, as ``embedding``'s. x and w promote as for ``@``.
+    One matmul per expert over its tokens, in any token order (``jax.lax.ragged_dot``
+    needs them sorted).
 
     >>> y = rlx.nn.grouped_matmul(x, w, top_k(router_logits, 1)[1][:, 0])  # doctest: +SKIP
     """
-    (w,) = _like(x, w)
+    from rlx_mlir.frontend.indexing import wrap_negative
+
+    transpose_w = _bool_flag(transpose_w, "grouped_matmul: transpose_w")
+    if isinstance(x, Tensor):
+        x, w = x._operands(w)  # numpy w and mixed dtypes promote as x @ w does
+    elif isinstance(w, Tensor):
+        w, x = w._operands(x)
+    else:
+        raise RlxError("grouped_matmul: x or w must be a traced tensor (or call it on numpy "
+                       "arrays outside any trace)", loc=loc_from_attr(_user_location()))
+    x, w = _inexact(x), _inexact(w)
     b = _b(x, w, ids if isinstance(ids, Tensor) else None)
     ids = _integer_indices(b, ids, "grouped_matmul: ids", "expert ids")
-    if isinstance(transpose_w, (np.ndarray, np.generic)):
-        transpose_w = bool(transpose_w)
-    if not isinstance(transpose_w, bool):
-        raise RlxError(f"grouped_matmul: transpose_w must be a bool, got {transpose_w!r}",
+    if w.ndim == 3:
+        ids = wrap_negative(ids, w.shape[0])
+    return b.grouped_matmul(x, w, ids, transpose_w=transpose_w or None)
+
+
+def _bool_flag(value: object, what: str) -> bool:
+    """A Python bool (a 0-d numpy bool too); anything else is a located error."""
+    if isinstance(value, (np.ndarray, np.generic)) and np.shape(value) == () and \
+            np.asarray(value).dtype == np.bool_:
+        value = bool(value)
+    if not isinstance(value, bool):
+        raise RlxError(f"{what} must be a bool, got {value!r}"[:200],
                        loc=loc_from_attr(_user_location()))
-    return b.grouped_matmul(_inexact(x), _inexact(w), ids, transpose_w=transpose_w or None)
+    return value
 
 
 def lora_matmul(x: Tensor, w: Tensor, a: Tensor, b: Tensor, scale: float = 1.0) -> Tensor:

@@ -46,6 +46,8 @@ from rlx_mlir.dialects.base import (
 from rlx_mlir.dialects.shape import gather_rows, index_position, index_positions, lower_row_gather
 from rlx_mlir.rules import INTERPRET, JVP, LOWER, VJP, VMAP
 
+BYTES = {"f32": 4, "f64": 8}
+
 if TYPE_CHECKING:
     from rlx_mlir.builder import Tensor
     from rlx_mlir.transforms.autodiff import VjpContext
@@ -247,6 +249,20 @@ def ceil_blocks(s: Any, count: SSAValue) -> SSAValue:
     return s.emit(arith.DivSIOp(s.add(count, BLOCK_ROWS - 1), s.scalar(BLOCK_ROWS, i64)))
 
 
+def fresh(e: Any, shape: list[int], value: int | None = None) -> SSAValue:
+    """A new i64 tensor (``bufferization.alloc_tensor``, filled with ``value`` if given):
+    two equal ``linalg.fill``s would be merged by CSE, and two loops carrying the one
+    tensor are a read-after-write conflict One-Shot Bufferize cannot resolve (it failed
+    at M = E = 1, where the routing's tensors have one shape)."""
+    from xdsl.dialects import linalg
+    from xdsl.dialects.bufferization import AllocTensorOp
+
+    tensor = e.emit(AllocTensorOp(TensorType(i64, shape)))
+    if value is None:
+        return tensor
+    return e.emit(linalg.FillOp([e.scalar(value, i64)], [tensor], [tensor.type]))
+
+
 def build_routing(e: Any, ids: SSAValue, experts: int) -> Routing:
     """Three sequential passes (scalar loops over M, E and M): count the tokens of each
     expert, give each expert its blocks, place each token (stable order)."""
@@ -263,7 +279,7 @@ def build_routing(e: Any, ids: SSAValue, experts: int) -> Routing:
         ex = expert_of(s, m)
         return [_put(s, s.add(scalar_at(s, counts, ex), 1), counts, ex)]
 
-    counts = for_loop(e, 0, tokens, [e.fill(0, [experts], "i64")], count)[0]
+    counts = for_loop(e, 0, tokens, [fresh(e, [experts], 0)], count)[0]
 
     def assign_blocks(s: Any, ex: SSAValue, firsts: SSAValue, owners: SSAValue,
                       next_block: SSAValue) -> list[SSAValue]:
@@ -274,20 +290,20 @@ def build_routing(e: Any, ids: SSAValue, experts: int) -> Routing:
         return [_put(s, next_block, firsts, ex), owners, end]
 
     firsts, owners, used_blocks = for_loop(
-        e, 0, experts, [e.fill(0, [experts], "i64"), e.fill(-1, [blocks], "i64"),
-                        e.scalar(0, i64)], assign_blocks)
+        e, 0, experts, [fresh(e, [experts]), fresh(e, [blocks], -1), e.scalar(0, i64)],
+        assign_blocks)
 
-    def place(s: Any, m: SSAValue, used: SSAValue, slot: SSAValue,
+    def place(s: Any, m: SSAValue, next_row: SSAValue, slot: SSAValue,
               source: SSAValue) -> list[SSAValue]:
         ex = expert_of(s, m)
-        taken = scalar_at(s, used, ex)
-        row = s.add(s.mul(scalar_at(s, firsts, ex), BLOCK_ROWS), taken)
-        return [_put(s, s.add(taken, 1), used, ex), _put(s, row, slot, m),
+        row = scalar_at(s, next_row, ex)
+        return [_put(s, s.add(row, 1), next_row, ex), _put(s, row, slot, m),
                 _put(s, _as_i64(s, m), source, as_index(s, row))]
 
+    first_rows = e.elementwise([firsts], "i64", lambda s, f: s.mul(f, BLOCK_ROWS))
     _, slot, source = for_loop(
-        e, 0, tokens, [e.fill(0, [experts], "i64"), e.empty([tokens], "i64"),
-                       e.fill(tokens, [blocks * BLOCK_ROWS], "i64")], place)
+        e, 0, tokens, [first_rows, fresh(e, [tokens]),
+                       fresh(e, [blocks * BLOCK_ROWS], tokens)], place)
     return Routing(tokens, experts, blocks, counts, firsts, owners, slot, source,
                    used_blocks)
 
@@ -311,15 +327,15 @@ core here) while the expert's blocks stream past. At 2048x1024 -> 512 with 8 exp
 tiles of 1 MB took 8.3 ms, of 512 KB 7.6 ms."""
 
 
-def column_tile(columns: int, tiles_wanted: int, depth: int = 1) -> int:
+def column_tile(columns: int, tiles_wanted: int, depth: int = 1, itemsize: int = 4) -> int:
     """Columns per task: the largest of 256, 128 and 64 that cuts ``columns`` into at least
-    ``tiles_wanted`` tiles whose ``[depth, tile]`` f32 weights fit :data:`TILE_BYTES`
-    (``columns`` itself when none does).
+    ``tiles_wanted`` tiles whose ``[depth, tile]`` weights fit :data:`TILE_BYTES` (64 when
+    none fits; ``columns`` itself when none of them divides it).
 
     >>> column_tile(1024, 2, 512), column_tile(1024, 2, 1024), column_tile(100, 2)
     (256, 128, 100)
     """
-    fitting = [t for t in (256, 128, 64) if 4 * depth * t <= TILE_BYTES] or [64]
+    fitting = [t for t in (256, 128, 64) if itemsize * depth * t <= TILE_BYTES] or [64]
     for tile in fitting:
         if columns % tile == 0 and columns // tile >= tiles_wanted:
             return tile
@@ -357,28 +373,42 @@ def column_tiles(e: Any, w: SSAValue, width: int, transposed: bool) -> SSAValue:
 
 def lower_grouped_matmul(e: Any, x: SSAValue, w: SSAValue, ids: SSAValue,
                          transposed: bool) -> SSAValue:
-    """``y [M, N]`` for ``w [E, K, N]`` (``[E, N, K]`` when ``transposed``): a forall over column tiles of the output, each
-    running through the used blocks in expert order (an expert's weight tile stays in L2
-    while its blocks stream past), then the rows read back in token order."""
+    """``y [M, N]`` for ``w [E, K, N]`` (``[E, N, K]`` when ``transposed``): a forall over
+    column tiles of the output, each running through the used blocks in expert order (an
+    expert's weight tile stays in cache while its blocks stream past), then the rows read
+    back in token order. The weights are copied to contiguous tiles
+    (:func:`column_tiles`) when transposed, or when there are several column tiles and at
+    least a block of tokens per expert on average; with fewer tokens (decoding) the copy
+    of every expert's weights would cost more than the strided reads of the used ones
+    (M = 32, K = N = 512, 64 experts: 7.0 ms with the copy)."""
     from rlx_mlir.lowering import forall as F
     from rlx_mlir.lowering.schedules import num_threads
 
-    experts, features = shape_of(w.type)[0], shape_of(x.type)[1]
+    experts, (tokens, features) = shape_of(w.type)[0], shape_of(x.type)
     columns = shape_of(w.type)[1 if transposed else 2]
-    route = routing(e, ids, experts)
     etype = x.type.element_type  # type: ignore[attr-defined]
+    if not (tokens and features and columns):  # an empty product: zeros, as x @ w
+        return e.fill(0, [tokens, columns], etype)
+    route = routing(e, ids, experts)
     xs = sorted_rows(e, route, x)
-    width = column_tile(columns, num_threads(), features)
-    tiles = column_tiles(e, w, width, transposed)
+    width = column_tile(columns, num_threads(), features, BYTES[str(etype)])
+    packed = transposed or (columns > width and tokens >= experts * BLOCK_ROWS)
+    tiles = column_tiles(e, w, width, transposed) if packed else w
+
+    def weight_tile(s: Any, expert: SSAValue, tile: SSAValue) -> SSAValue:
+        if packed:
+            part = F.slice_of(s, tiles, [expert, tile, 0, 0], [1, 1, features, width])
+        else:
+            part = F.slice_of(s, w, [expert, 0, F.index_mul(s, tile, width)],
+                              [1, features, width])
+        return s.reshape(part, [features, width])
 
     def column_slab(t: Any, ivs: Any) -> list[tuple[SSAValue, list]]:
         def block(s: Any, b: SSAValue, slab: SSAValue) -> SSAValue:
             row = F.index_mul(s, b, BLOCK_ROWS)
             lhs = F.slice_of(s, xs, [row, 0], [BLOCK_ROWS, features])
             expert = as_index(s, scalar_at(s, route.block_expert, b))
-            rhs = s.reshape(F.slice_of(s, tiles, [expert, ivs[0], 0, 0],
-                                       [1, 1, features, width]), [features, width])
-            return F.insert_at(s, s.matmul(lhs, rhs), slab, [row, 0])
+            return F.insert_at(s, s.matmul(lhs, weight_tile(s, expert, ivs[0])), slab, [row, 0])
 
         slab = block_loop(t, 0, route.used_blocks, t.empty([route.rows, width], etype),
                           block)

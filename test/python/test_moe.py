@@ -21,8 +21,12 @@ def _problem(m=37, k=24, n=40, e=5, seed=0, dtype=np.float32):
     return x, w, ids
 
 
-def _reference(x, w, ids):
-    rows = np.clip(np.trunc(ids).astype(np.int64), 0, w.shape[0] - 1)
+def _reference(x, w, ids, wrap=False):
+    """numpy's result; ``wrap``: negative ids count from the end first (the frontend's
+    rule, as embedding's; the op itself clamps)."""
+    rows = np.trunc(ids).astype(np.int64)
+    rows = np.where(rows < 0, rows + w.shape[0], rows) if wrap else rows
+    rows = np.clip(rows, 0, w.shape[0] - 1)
     return np.einsum("mk,mkn->mn", x.astype(np.float64), w[rows].astype(np.float64))
 
 
@@ -37,6 +41,8 @@ def _native_and_interpreted(fn, *args, first=True):
     (3, 8, 16, 8),       # fewer tokens than experts and than a block's rows
     (64, 32, 512, 4),    # column tiles split over the threads
     (300, 256, 64, 2),   # several blocks per expert
+    (20, 32, 512, 8),    # fewer tokens than a block per expert: weights read in place
+    (1, 1, 1, 1),
 ])
 def test_forward_matches_numpy(m, k, n, e):
     x, w, ids = _problem(m, k, n, e)
@@ -46,13 +52,17 @@ def test_forward_matches_numpy(m, k, n, e):
 
 
 def test_unused_experts_skewed_routing_and_clamped_ids():
-    """All tokens on one expert, some experts never chosen; ids outside [0, E) are clamped
-    as rlx.gather clamps them, and f32-encoded ids are truncated (the op's own rules)."""
+    """All tokens on one expert, some experts never chosen; negative ids count from the end
+    (as rlx.nn.embedding's) and ids outside [0, E) are clamped, as rlx.gather clamps them;
+    the op itself clamps and truncates f32-encoded ids."""
     x, w, _ = _problem(50, 16, 24, 6)
     for ids in (np.full(50, 4, np.int32), np.arange(50, dtype=np.int32) % 2,
                 np.array([-3, 9, 5, 0] * 12 + [7, -1], np.int32)):
         np.testing.assert_allclose(rlx.jit(rlx.nn.grouped_matmul)(x, w, ids),
-                                   _reference(x, w, ids), rtol=2e-4, atol=2e-4)
+                                   _reference(x, w, ids, wrap=True), rtol=2e-4, atol=2e-4)
+    huge = np.array([3_000_000_000] * 50, np.uint32)  # a constant id past int32: clamped
+    np.testing.assert_allclose(rlx.jit(lambda x, w: rlx.nn.grouped_matmul(x, w, huge))(x, w),
+                               _reference(x, w, np.full(50, 5)), rtol=2e-4, atol=2e-4)
     b = rlx.Builder("f")
     b.ret(b.grouped_matmul(b.input("x", (50, 16)), b.input("w", (6, 16, 24)),
                            b.input("ids", (50,), "f32")))
@@ -192,9 +202,37 @@ def test_a_top_1_mixture_of_experts_layer_trains():
     (lambda x, w, ids: rlx.nn.grouped_matmul(x, w, ids[:4]), "expert ids must have shape [37]"),
     (lambda x, w, ids: rlx.nn.grouped_matmul(x[0], w, ids), "'rlx.grouped_matmul' op x must have rank 2"),
     (lambda x, w, ids: rlx.nn.grouped_matmul(x, w, ids, transpose_w=1), "transpose_w must be a bool"),
+    (lambda x, w, ids: rlx.nn.grouped_matmul(x, w, ids, transpose_w=np.array([True, False])),
+     "transpose_w must be a bool"),
 ])
 def test_errors_are_located(call, message):
     x, w, ids = _problem()
     with pytest.raises(RlxError, match=message.replace("[", r"\[").replace("]", r"\]")) as info:
         rlx.jit(call)(x, w, ids)
     assert "test_moe.py" in str(info.value)
+
+
+def test_promotion_empty_products_and_one_token():
+    """x and w promote as for @ (an integer x with float weights is float, not the
+    weights rounded to integers); an empty contraction or output is zeros or empty, as x @
+    w; one token and one expert differentiate (the routing's tensors have one shape)."""
+    ids = np.array([0, 1], np.int32)
+    w = np.full((2, 2, 3), 0.75, np.float32)
+    x_int = np.array([[1, 2], [3, 4]], np.int32)
+    want = _reference(x_int.astype(np.float32), w, ids)
+    np.testing.assert_allclose(rlx.jit(lambda x, i: rlx.nn.grouped_matmul(x, w, i))(x_int, ids),
+                               want)
+    np.testing.assert_allclose(rlx.nn.grouped_matmul(x_int, w, ids), want)
+    wide = rlx.jit(rlx.nn.grouped_matmul)(x_int.astype(np.float32), w.astype(np.float64), ids)
+    assert wide.dtype == np.float64
+    x0 = np.ones((6, 0), np.float32)
+    np.testing.assert_array_equal(rlx.jit(rlx.nn.grouped_matmul)(
+        x0, np.ones((2, 0, 5), np.float32), np.zeros(6, np.int32)), np.zeros((6, 5)))
+    assert rlx.jit(rlx.nn.grouped_matmul)(np.ones((6, 4), np.float32),
+                                          np.ones((2, 4, 0), np.float32),
+                                          np.zeros(6, np.int32)).shape == (6, 0)
+    x1, w1, ids1 = _problem(1, 2, 3, 1, seed=9)
+    gx, gw = rlx.jit(rlx.grad(lambda x, w, i: rlx.nn.grouped_matmul(x, w, i).sum(),
+                              argnums=(0, 1)))(x1, w1, ids1)
+    np.testing.assert_allclose(gx, w1[0].sum(axis=1)[None], rtol=1e-6)
+    np.testing.assert_allclose(gw, np.broadcast_to(x1[0][None, :, None], w1.shape), rtol=1e-6)

@@ -21,6 +21,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def
 from rlx_mlir.dialects.base import RlxOp, ShapeError, require, shape_of, tensor
 from rlx_mlir.dialects.moe import (
     BLOCK_ROWS,
+    BYTES,
     batched_ids,
     batched_tokens,
     block_loop,
@@ -131,15 +132,17 @@ def _block_outer_products(s, xs: SSAValue, dys: SSAValue, block: SSAValue, colum
 def _lower_weight_gradient(op: GroupedMatmulBackwardWeightOp, e, x: SSAValue,
                            dy: SSAValue, ids: SSAValue) -> SSAValue:
     """A forall over (expert, column tile) pairs, each summing the expert's blocks'
-    ``x^T dy`` into a ``[K, tile]`` accumulator that stays in L2."""
+    ``x^T dy`` into a ``[K, tile]`` accumulator (in L2 up to K = 2048 in f32)."""
     from rlx_mlir.lowering import forall as F
     from rlx_mlir.lowering.schedules import num_threads
 
     experts, features, columns = shape_of(op.result.type)
+    etype = x.type.element_type  # type: ignore[attr-defined]
+    if not (shape_of(x.type)[0] and features and columns):  # no products: zeros
+        return e.fill(0, [experts, features, columns], etype)
     route = routing(e, ids, experts)
     xs, dys = sorted_rows(e, route, x), sorted_rows(e, route, dy)
-    etype = x.type.element_type  # type: ignore[attr-defined]
-    width = column_tile(columns, 1)
+    width = column_tile(columns, 1, features, BYTES[str(etype)])
 
     def expert_tile(t, ivs) -> list[tuple[SSAValue, list]]:
         column = F.index_mul(t, ivs[1], width)
