@@ -47,6 +47,20 @@ print(json.dumps({"losses": r["losses"], "acc": r["test_accuracy"]}))
     assert out["acc"] > 0.8  # chance is 0.1
 
 
+def test_moe_digits_quick_trains_every_expert(tmp_path):
+    """The top-2 mixture of experts learns, and the load-balancing loss keeps every expert
+    chosen first for some test images."""
+    out = run_example("""
+import moe_digits
+r = moe_digits.train(epochs=4, out=None)
+print(json.dumps({"losses": r["losses"], "acc": r["test_accuracy"],
+                  "share": r["expert_share"].tolist()}))
+""", tmp_path)
+    assert falls(out["losses"], 0.5)
+    assert out["acc"] > 0.8
+    assert min(out["share"]) > 0.02, out["share"]
+
+
 CNN = """
 import cnn_digits
 r = cnn_digits.train(epochs=3, out="cnn.png")
