@@ -9,6 +9,7 @@ Scales and zero points are numbers (one per tensor) or ``[C]`` arrays / tensors 
     q = rlx.quant.quantize(x, 0.05, zero_point=3)      # int8 for inference
     x_hat = rlx.quant.dequantize(q, 0.05, zero_point=3)
     y_q = rlx.quant.qmatmul(q, w_q, bias, multiplier=0.01)   # int8 x int8 -> int8
+    y = rlx.quant.dequant_matmul(x, w_q, scales, block_size=32)   # int8 weights only
 
 Called outside a trace on numpy arrays, they run at once (as ``rlx.nn`` functions do).
 """
@@ -196,6 +197,56 @@ def fake_quantize_lsq(x: Tensor, scale: Any, bits: int = 8, axis: int | None = N
     return b.fake_quantize_lsq(x, s, bits=_bits("fake_quantize_lsq", bits), axis=a)
 
 
-quantize, qmatmul, fake_quantize, fake_quantize_lsq = (
-    _eager(_half_in_f32(f)) for f in (quantize, qmatmul, fake_quantize, fake_quantize_lsq))
+def dequant_matmul(x: Tensor, w_q: Any, scale: Any, zero_point: Any = None,
+                   block_size: int | None = None) -> Tensor:
+    """Weight-only quantized matmul (SPEC 2.3.1 ``DequantMatMul``, schemes ``Int8Block``
+    and ``Int8BlockAsym``): ``x @ w`` with ``w[k, n] = (w_q[k, n] - zero_point[k // bs, n])
+    * scale[k // bs, n]`` for i8 ``w_q [K, N]`` and ``scale`` / ``zero_point`` of shape
+    ``[K / bs, N]`` (``bs = block_size``; None: one block, ``[N]`` per column). The
+    weights are dequantized per call; gradients reach ``x`` and a traced ``scale``.
+
+    >>> y = rlx.quant.dequant_matmul(x, w_q, scales, block_size=32)  # doctest: +SKIP
+    """
+    caller = "dequant_matmul"
+    traced = [v for v in (x, scale, zero_point) if isinstance(v, Tensor)]
+    if traced and isinstance(w_q, (np.ndarray, np.generic)) and np.asarray(w_q).dtype == np.int8:
+        w_q = innermost(*traced).constant(np.asarray(w_q))
+    if not isinstance(w_q, Tensor) or w_q.dtype != "i8" or w_q.ndim != 2:
+        got = f"{w_q.dtype}{list(w_q.shape)}" if isinstance(w_q, Tensor) else \
+            f"{np.asarray(w_q).dtype}{list(np.shape(w_q))}"
+        raise _error(f"{caller}: w_q must be a 2-d i8 array [K, N], got {got}")
+    x = _float_input(caller, x, w_q, scale)
+    (k, n), b = w_q.shape, _builder(x, w_q, scale, zero_point)
+    size = k if block_size is None else _integer(block_size)
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1 or k % size:
+        raise _error(f"{caller}: block_size must be a positive int dividing K = {k}, got "
+                     f"{block_size!r}")
+    blocks = k // int(size)
+    grid = (n,) if block_size is None else (blocks, n)
+    s = _block_grid(caller, scale, b, x.dtype, grid, "scale")
+    q = w_q.astype(x.dtype).reshape((blocks, k // blocks, n))
+    if zero_point is not None:
+        zp = _block_grid(caller, zero_point, b, "i32", grid, "zero_point")
+        q = q - zp.astype(x.dtype).reshape((blocks, 1, n))
+    return x @ (q * s.reshape((blocks, 1, n))).reshape((k, n))
+
+
+def _block_grid(caller: str, value: Any, b: Builder, dtype: str, grid: tuple[int, ...],
+                what: str) -> Tensor:
+    """A scale or zero point of shape ``grid`` as a tensor of ``dtype``."""
+    if isinstance(value, Tensor):
+        if dtype == "i32" and value.dtype not in ("i8", "i32", "i64"):
+            raise _error(f"{caller}: {what} must be an integer tensor, got {value.dtype}")
+        tensor = value if value.dtype == dtype else value.astype(dtype)
+    else:
+        tensor = b.constant(_constant_array(caller, value, dtype, what))
+    if tensor.shape != grid:
+        raise _error(f"{caller}: {what} must have shape {list(grid)} (blocks of K, N), got "
+                     f"{list(tensor.shape)}")
+    return tensor
+
+
+quantize, qmatmul, fake_quantize, fake_quantize_lsq, dequant_matmul = (
+    _eager(_half_in_f32(f))
+    for f in (quantize, qmatmul, fake_quantize, fake_quantize_lsq, dequant_matmul))
 dequantize = _eager(dequantize)  # its dtype argument decides the result's

@@ -299,3 +299,39 @@ def test_qmatmul_and_dequantize_arguments():
     assert rlx.jit(lambda q, s: rlx.quant.dequantize(q, s, dtype="f32"))(
         q, half_scale).dtype == np.float32
     assert rlx.jit(lambda a: rlx.nn.top_k(a, 1))(np.array([3, 1], np.int8))[0].dtype == np.int8
+
+
+def test_dequant_matmul_block_and_column_scales():
+    """SPEC's DequantMatMul (Int8Block / Int8BlockAsym): x @ ((w_q - zp[k // bs]) *
+    scale[k // bs]); per column without block_size; gradients reach x and a traced scale;
+    wrong shapes and K not divisible by the block are located errors."""
+    rng = np.random.default_rng(12)
+    k, n, bs = 64, 24, 16
+    w_q = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    scale = rng.uniform(0.01, 0.1, (k // bs, n)).astype(np.float32)
+    zp = rng.integers(-5, 5, (k // bs, n)).astype(np.int32)
+    x = rng.standard_normal((5, k)).astype(np.float32)
+    w = ((w_q.astype(np.float64).reshape(k // bs, bs, n) - zp[:, None]) * scale[:, None])
+    w = w.reshape(k, n)
+    y = rlx.jit(lambda x: rlx.quant.dequant_matmul(x, w_q, scale, zp, block_size=bs))(x)
+    np.testing.assert_allclose(y, x @ w, rtol=1e-4, atol=1e-4)
+    columns = rlx.quant.dequant_matmul(x, w_q, scale[0])
+    np.testing.assert_allclose(columns, x @ (w_q * scale[0].astype(np.float64)), rtol=1e-4,
+                               atol=1e-4)
+    gx, gs = rlx.grad(lambda x, s: rlx.quant.dequant_matmul(x, w_q, s, zp, block_size=bs).sum(),
+                      argnums=(0, 1))(x, scale)
+    np.testing.assert_allclose(gx, np.ones((5, n)) @ w.T, rtol=1e-4, atol=1e-4)
+    levels = w_q.astype(np.float64).reshape(k // bs, bs, n) - zp[:, None]
+    want = (levels * (x.T @ np.ones((5, n))).reshape(k // bs, bs, n)).sum(axis=1)
+    np.testing.assert_allclose(gs, want, rtol=1e-4, atol=1e-3)
+    for call, message in (
+            (lambda x: rlx.quant.dequant_matmul(x, w_q, scale, block_size=24),
+             "block_size must be a positive int dividing K = 64"),
+            (lambda x: rlx.quant.dequant_matmul(x, w_q, scale[:2], block_size=bs),
+             r"scale must have shape \[4, 24\]"),
+            (lambda x: rlx.quant.dequant_matmul(x, w_q.astype(np.int32), scale, block_size=bs),
+             r"w_q must be a 2-d i8 array \[K, N\], got int32"),
+            (lambda x: rlx.quant.dequant_matmul(x, w_q, -scale, block_size=bs),
+             "scale must be positive")):
+        with pytest.raises(rlx.RlxError, match=message):
+            rlx.jit(call)(x)
