@@ -846,8 +846,10 @@ def lora_matmul(x: Tensor, w: Tensor, a: Tensor, b: Tensor, scale: float = 1.0) 
 
     >>> y = rlx.nn.lora_matmul(x, p["w"], p["lora_a"], p["lora_b"], scale=2.0)  # doctest: +SKIP
     """
-    scale = _integer(scale)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating)):
+    if isinstance(scale, (np.ndarray, np.generic)) and np.ndim(scale) == 0 and \
+            np.asarray(scale).dtype.kind in "iuf":
+        scale = np.asarray(scale).item()  # an eager call passes numbers as 0-d arrays
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise RlxError(f"lora_matmul: scale must be a number, got {scale!r}",
                        loc=loc_from_attr(_user_location()))
     return x @ w + ((x @ a) @ b) * float(scale)

@@ -208,9 +208,15 @@ def dequant_matmul(x: Tensor, w_q: Any, scale: Any, zero_point: Any = None,
     >>> y = rlx.quant.dequant_matmul(x, w_q, scales, block_size=32)  # doctest: +SKIP
     """
     caller = "dequant_matmul"
+    from rlx_mlir.frontend.tracing import _active
+
     traced = [v for v in (x, scale, zero_point) if isinstance(v, Tensor)]
-    if traced and isinstance(w_q, (np.ndarray, np.generic)) and np.asarray(w_q).dtype == np.int8:
-        w_q = innermost(*traced).constant(np.asarray(w_q))
+    trace = innermost(*traced) if traced else (_active()[-1] if _active() else None)
+    if trace is not None and isinstance(w_q, (np.ndarray, np.generic)) and \
+            np.asarray(w_q).dtype == np.int8:
+        w_q = trace.constant(np.asarray(w_q))
+    if isinstance(x, (np.ndarray, np.generic)) and isinstance(w_q, Tensor):
+        x = w_q.builder.constant(np.asarray(x))
     if not isinstance(w_q, Tensor) or w_q.dtype != "i8" or w_q.ndim != 2:
         got = f"{w_q.dtype}{list(w_q.shape)}" if isinstance(w_q, Tensor) else \
             f"{np.asarray(w_q).dtype}{list(np.shape(w_q))}"
@@ -239,7 +245,8 @@ def _block_grid(caller: str, value: Any, b: Builder, dtype: str, grid: tuple[int
             raise _error(f"{caller}: {what} must be an integer tensor, got {value.dtype}")
         tensor = value if value.dtype == dtype else value.astype(dtype)
     else:
-        tensor = b.constant(_constant_array(caller, value, dtype, what))
+        array = _constant_array(caller, value, dtype, what)
+        tensor = b.constant(np.broadcast_to(array, grid) if array.ndim == 0 else array)
     if tensor.shape != grid:
         raise _error(f"{caller}: {what} must have shape {list(grid)} (blocks of K, N), got "
                      f"{list(tensor.shape)}")

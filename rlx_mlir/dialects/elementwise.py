@@ -714,7 +714,8 @@ def lower_trig(e: Any, x: Any, inputs: list[Any], fast: Callable[..., Any],
         return s.select(s.cmp("gt", s.abs(v), acc), s.abs(v), acc)
 
     rows = e.reduce(x, [rank - 1], 0.0, larger) if rank > 1 else x  # row by row: vectorized
-    peak = e.reduce(rows, list(range(max(rank - 1, 1))), 0.0, larger) if rank else x
+    peak = e.reduce(rows, list(range(max(rank - 1, 1))), 0.0, larger) if rank else \
+        e.elementwise([x], dtype, lambda s, v: s.abs(v))
     beyond = e.cmp("gt", first_element(e, peak), fastmath.SIN_COS_RANGE)
     quick = e.elementwise(inputs, dtype, fast)  # outside the branch: scheduled, vectorized
     identity = AffineMap.identity(rank)

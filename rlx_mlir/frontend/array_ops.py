@@ -15,6 +15,7 @@ import numpy as np
 
 from rlx_mlir.builder import Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
+from rlx_mlir.dialects.base import is_real_float
 
 
 def _error(message: str) -> RlxError:
@@ -65,7 +66,12 @@ def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
 def expand_dims(x: Tensor, axis: int | Sequence[int]) -> Tensor:
     """``x`` with size-1 axes inserted at ``axis`` (positions in the result)."""
     x = _tensor(x, "expand_dims")
-    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    if isinstance(axis, (int, np.integer, np.ndarray)) and np.ndim(axis) == 0:
+        axes = [axis]
+    elif isinstance(axis, (list, tuple)):
+        axes = list(axis)
+    else:
+        raise _error(f"expand_dims: axis must be an int or a sequence of ints, got {axis!r}")
     rank = x.ndim + len(axes)
     positions = sorted(_axis(a, rank, "expand_dims") for a in axes)
     if len(set(positions)) != len(positions):
@@ -88,7 +94,8 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) ->
                          f"{sections} equal sections")
         cuts = [extent // sections * i for i in range(1, sections)]
     else:
-        cuts = [min(max(_int(c, "split: an index"), 0), extent) for c in indices_or_sections]
+        cuts = [_int(c, "split: an index") for c in indices_or_sections]
+        cuts = [min(max(c + extent if c < 0 else c, 0), extent) for c in cuts]  # as slicing
     bounds = [0, *cuts, extent]
     for i, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False)):
         if hi <= lo:
@@ -197,7 +204,26 @@ def _clamp(positions: Tensor, extent: int) -> Tensor:
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
     """``a.ravel()[:, None] * b.ravel()[None, :]`` (``np.outer``)."""
+    a, b = _tensors("outer", a, b)
     return a.reshape((-1, 1)) * b.reshape((1, -1))
+
+
+def _tensors(what: str, *values: object) -> list[Tensor]:
+    """``values`` as tensors of one trace: numpy arrays, lists and numbers become constants
+    (as operands of ``*`` do)."""
+    traced = [v for v in values if isinstance(v, Tensor)]
+    if not traced:
+        raise _error(f"{what}: expected a traced tensor among the arguments")
+    out = []
+    for v in values:
+        if isinstance(v, Tensor):
+            out.append(v)
+            continue
+        array = np.asarray(v)
+        if array.dtype.kind not in "biufc" and not is_real_float(array.dtype):
+            raise _error(f"{what}: expected an array of numbers, got {type(v).__name__}")
+        out.append(traced[0]._lift(array))
+    return out
 
 
 def square(x: Tensor) -> Tensor:
@@ -205,10 +231,24 @@ def square(x: Tensor) -> Tensor:
     return x * x
 
 
-def full_like(x: Tensor, fill_value: float, dtype: str | None = None) -> Tensor:
-    """A constant of ``x``'s shape (and dtype, unless ``dtype``)."""
+def full_like(x: Tensor, fill_value: float, dtype: object = None) -> Tensor:
+    """A constant of ``x``'s shape (and dtype, unless ``dtype``: an rlx or numpy name)."""
+    from rlx_mlir.builder import _dtype_name
+    from rlx_mlir.dialects.base import COMPLEX_DTYPES, NUMPY_DTYPES
+
     x = _tensor(x, "full_like")
-    return x.builder.full(tuple(x.shape), fill_value, dtype or x.dtype)
+    target = x.dtype if dtype is None else _dtype_name(dtype)
+    value = np.asarray(fill_value)
+    if value.ndim or value.dtype.kind not in "biufc":
+        raise _error(f"full_like: fill_value must be a number, got {fill_value!r}"[:200])
+    if value.dtype.kind == "c" and target not in COMPLEX_DTYPES and value.imag != 0:
+        raise _error(f"full_like: a complex fill_value for a {target} tensor")
+    kind = np.dtype(NUMPY_DTYPES[target]).kind
+    if kind in "iu" and not np.iinfo(NUMPY_DTYPES[target]).min <= value.real <= \
+            np.iinfo(NUMPY_DTYPES[target]).max:
+        raise _error(f"full_like: {fill_value!r} does not fit {target}")
+    number = value.item() if kind == "c" else value.real.item()
+    return x.builder.full(tuple(x.shape), number, target)
 
 
 def zeros_like(x: Tensor, dtype: str | None = None) -> Tensor:
@@ -240,5 +280,5 @@ def linalg_norm(x: Tensor, ord: object = None, axis: int | Sequence[int] | None 
                      "'fro' for matrices)")
     magnitude = x.real * x.real + x.imag * x.imag if x.dtype in ("c64", "c128") else x * x
     total = magnitude.sum(axis=axes, keepdims=keepdims)
-    positive = total > 0
-    return where(positive, where(positive, total, 1.0) ** 0.5, 0.0)
+    zero = total == 0  # sqrt's gradient is guarded there; NaN stays NaN
+    return where(zero, 0.0, where(zero, 1.0, total) ** 0.5)

@@ -27,6 +27,11 @@ def _error(message: str) -> RlxError:
     return RlxError(message, loc=loc_from_attr(_user_location()))
 
 
+def _shown(label: str) -> str:
+    """A label for messages: the stand-ins of ``...`` axes as ``'...'``."""
+    return "'...'" if ord(label) >= 0x100 else repr(label)
+
+
 @dataclass
 class Term:
     """A tensor and the label of each of its axes."""
@@ -111,7 +116,7 @@ def _diagonal(b: Builder, term: Term) -> Term:
             continue
         n, m = term.tensor.shape[i], term.tensor.shape[j]
         if n != m:
-            raise _error(f"einsum: label {label!r} has sizes {n} and {m} in one operand")
+            raise _error(f"einsum: label {_shown(label)} has sizes {n} and {m} in one operand")
         shape = [1] * len(labels)
         shape[i] = shape[j] = n
         mask = b.constant(np.eye(n).reshape(shape).astype(np.float32)).astype(term.tensor.dtype)
@@ -144,7 +149,7 @@ def _check_sizes(a: Term, b: Term) -> dict[str, int]:
     for label, n in b.sizes().items():
         m = sizes.get(label, n)
         if n != m and 1 not in (n, m):
-            raise _error(f"einsum: label {label!r} has sizes {m} and {n}")
+            raise _error(f"einsum: label {_shown(label)} has sizes {m} and {n}")
         sizes[label] = max(n, m)
     return sizes
 
@@ -192,32 +197,45 @@ def _dims(term: Term, labels: str) -> tuple[int, ...]:
     return tuple(sizes[c] for c in labels)
 
 
-def _operands(operands: Sequence[object]) -> list[Tensor]:
+def _operands(operands: Sequence[object], what: str = "einsum") -> list[Tensor]:
+    """The operands as tensors of one trace (numpy arrays and numbers become constants;
+    with no traced operand, of the innermost active trace)."""
+    from rlx_mlir.dialects.base import is_real_float
+    from rlx_mlir.frontend.tracing import _active
+
     tensors = [o for o in operands if isinstance(o, Tensor)]
-    if not tensors:
-        raise _error("einsum: no traced operand (call it inside rlx.jit, or on numpy arrays "
-                     "outside any trace)")
-    b = innermost(*tensors)
+    if not tensors and not _active():
+        raise _error(f"{what}: no traced operand (call it inside rlx.jit, or on numpy "
+                     "arrays outside any trace)")
+    b = innermost(*tensors) if tensors else _active()[-1]
     out = []
     for i, o in enumerate(operands):
         if isinstance(o, Tensor):
             out.append(o)
             continue
         array = np.asarray(o)
-        if array.dtype.kind not in "biufc":
-            raise _error(f"einsum: operand {i} is {type(o).__name__}, not an array")
+        if array.dtype.kind not in "biufc" and not is_real_float(array.dtype):
+            raise _error(f"{what}: operand {i} is {type(o).__name__} of {array.dtype}, not "
+                         "an array of numbers")
         out.append(b.constant(array))
     return out
 
 
-def einsum(subscripts: str, *operands: Tensor) -> Tensor:
+def einsum(subscripts: str, *operands: Tensor, optimize: object = None) -> Tensor:
     """numpy's ``einsum`` on tensors: ``"ij,jk->ik"``, implicit outputs, ``...``
     broadcasting and diagonals (``"ii->i"``). Operands contract left to right, each pair as
-    one batched matmul.
+    one batched matmul (``optimize`` is accepted, as numpy's and JAX's, and ignored). Bool
+    operands give numpy's bool result (any of the products).
 
     >>> rlx.einsum("bhqd,bhkd->bhqk", q, k)                    # doctest: +SKIP
     """
     tensors = _operands(operands)
+    if tensors and all(t.dtype == "i1" for t in tensors):
+        return _einsum(subscripts, [t.astype("i32") for t in tensors]) != 0
+    return _einsum(subscripts, tensors)
+
+
+def _einsum(subscripts: str, tensors: list[Tensor]) -> Tensor:
     labels, out = parse(subscripts, [t.ndim for t in tensors])
     b = innermost(*tensors)
     terms = [_diagonal(b, Term(t, s)) for t, s in zip(tensors, labels, strict=True)]
@@ -237,11 +255,20 @@ def _finish(result: Term, out: str, terms: list[Term]) -> Tensor:
     sizes: dict[str, int] = {}
     for term in terms:
         for label, n in term.sizes().items():
-            sizes[label] = max(n, sizes.get(label, 1))
+            sizes[label] = n if sizes.get(label, 1) == 1 else sizes[label]  # 1 broadcasts
     target = tuple(sizes[c] for c in out)
     if tuple(tensor.shape) != target:
         tensor = tensor.builder.expand(tensor, target)
     return tensor
+
+
+def _labels(what: str, *ranks: int) -> list[list[str]]:
+    """Distinct letters for the axes of each operand (52 in all at most)."""
+    if sum(ranks) > len(string.ascii_letters):
+        raise _error(f"{what}: at most {len(string.ascii_letters)} axes in all, got "
+                     f"{sum(ranks)}")
+    letters = iter(string.ascii_letters)
+    return [[next(letters) for _ in range(rank)] for rank in ranks]
 
 
 def tensordot(a: Tensor, b: Tensor, axes: int | Sequence = 2) -> Tensor:
@@ -250,7 +277,7 @@ def tensordot(a: Tensor, b: Tensor, axes: int | Sequence = 2) -> Tensor:
 
     >>> rlx.tensordot(x, w, axes=([1, 2], [0, 1]))              # doctest: +SKIP
     """
-    a, b = _operands([a, b])
+    a, b = _operands([a, b], "tensordot")
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         if not 0 <= axes <= min(a.ndim, b.ndim):
             raise _error(f"tensordot: axes={axes} is out of range for ranks {a.ndim}, {b.ndim}")
@@ -262,13 +289,17 @@ def tensordot(a: Tensor, b: Tensor, axes: int | Sequence = 2) -> Tensor:
         raise _error(f"tensordot: axes must be an int or a pair of axis lists, got {axes!r}")
     if len(pairs[0]) != len(pairs[1]):
         raise _error(f"tensordot: {len(pairs[0])} axes of a against {len(pairs[1])} of b")
-    letters = iter(string.ascii_letters)
-    la = [next(letters) for _ in range(a.ndim)]
-    lb = [next(letters) for _ in range(b.ndim)]
-    for i, j in zip(*pairs, strict=True):
-        for axis, rank, what in ((i, a.ndim, "a"), (j, b.ndim, "b")):
+    for axes_, rank, what in ((pairs[0], a.ndim, "a"), (pairs[1], b.ndim, "b")):
+        for axis in axes_:
             if not -rank <= axis < rank:
                 raise _error(f"tensordot: axis {axis} is out of range for {what} of rank {rank}")
+        if len({axis % rank for axis in axes_}) != len(axes_):
+            raise _error(f"tensordot: duplicate axes {list(axes_)} of {what}")
+    la, lb = _labels("tensordot", a.ndim, b.ndim)
+    for i, j in zip(*pairs, strict=True):
+        if a.shape[i] != b.shape[j]:
+            raise _error(f"tensordot: axis {i % a.ndim} of a (size {a.shape[i]}) does not "
+                         f"match axis {j % b.ndim} of b (size {b.shape[j]})")
         lb[j % b.ndim] = la[i % a.ndim]
     summed = {la[i % a.ndim] for i in pairs[0]}
     out = "".join(c for c in la if c not in summed) + "".join(c for c in lb if c not in summed)
@@ -282,7 +313,7 @@ def dot_general(lhs: Tensor, rhs: Tensor, dimension_numbers: Sequence) -> Tensor
 
     >>> rlx.dot_general(q, k, (((2,), (2,)), ((0,), (0,))))     # doctest: +SKIP
     """
-    lhs, rhs = _operands([lhs, rhs])
+    lhs, rhs = _operands([lhs, rhs], "dot_general")
     try:
         (lc, rc), (lb, rb) = dimension_numbers
         lc, rc, lb, rb = ([int(a) for a in axes] for axes in (lc, rc, lb, rb))
@@ -297,10 +328,11 @@ def dot_general(lhs: Tensor, rhs: Tensor, dimension_numbers: Sequence) -> Tensor
         if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
             raise _error(f"dot_general: {what} axes {axes} are repeated or out of range for "
                          f"rank {rank}")
-    letters = iter(string.ascii_letters)
-    left = [next(letters) for _ in range(lhs.ndim)]
-    right = [next(letters) for _ in range(rhs.ndim)]
+    left, right = _labels("dot_general", lhs.ndim, rhs.ndim)
     for i, j in zip(lc + lb, rc + rb, strict=True):
+        if lhs.shape[i] != rhs.shape[j]:
+            raise _error(f"dot_general: lhs axis {i} (size {lhs.shape[i]}) and rhs axis {j} "
+                         f"(size {rhs.shape[j]}) differ")
         right[j] = left[i]
     batch = "".join(left[i] for i in lb)
     free_l = "".join(c for i, c in enumerate(left) if i not in lc + lb)

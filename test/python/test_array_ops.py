@@ -93,3 +93,18 @@ def test_errors_are_located(call, message):
     with pytest.raises(RlxError, match=message) as info:
         rlx.jit(call)(X)
     assert "test_array_ops.py" in str(info.value)
+
+
+def test_review_fixes():
+    """norm keeps NaN; split counts negative cuts from the end; full_like takes numpy dtype
+    names and rejects values that do not fit; outer takes lists."""
+    np.testing.assert_array_equal(rlx.linalg.norm(np.array([np.nan, 1.0], np.float32)), np.nan)
+    parts = rlx.nn.split(np.arange(6, dtype=np.float32), [-2])
+    assert [p.shape for p in parts] == [(4,), (2,)]
+    assert rlx.jit(lambda x: rlx.nn.full_like(x, 1, dtype=np.float64))(X).dtype == np.float64
+    with pytest.raises(RlxError, match="does not fit i32"):
+        rlx.jit(lambda x: rlx.nn.full_like(x, 2**40))(X.astype(np.int32))
+    with pytest.raises(RlxError, match="fill_value must be a number"):
+        rlx.jit(lambda x: rlx.nn.full_like(x, "a"))(X)
+    np.testing.assert_allclose(rlx.jit(lambda x: rlx.nn.outer(x[0], [1.0, 2.0]))(X),
+                               np.outer(X[0], [1.0, 2.0]))

@@ -138,3 +138,28 @@ def test_lora_matmul_is_the_low_rank_update():
     np.testing.assert_allclose(gb, 0.5 * (x @ a).T @ ones, rtol=1e-5)
     with pytest.raises(RlxError, match="scale must be a number"):
         rlx.jit(lambda x: rlx.nn.lora_matmul(x, w, a, b, scale="2"))(x)
+
+
+def test_review_fixes():
+    """tensordot rejects duplicate and mismatched axes (numpy does); bool einsum is bool;
+    numpy-only and bf16 numpy operands inside a trace become constants; optimize= is
+    accepted; ellipsis labels print as '...'."""
+    import ml_dtypes
+
+    a = np.arange(9, dtype=np.float32).reshape(3, 3)
+    with pytest.raises(RlxError, match=r"duplicate axes \[0, 0\] of a"):
+        rlx.jit(lambda a: rlx.tensordot(a, a, ([0, 0], [0, 1])))(a)
+    with pytest.raises(RlxError, match=r"axis 1 of a \(size 1\) does not match axis 0 of b"):
+        rlx.jit(lambda a: rlx.tensordot(a[:, :1], np.ones((4, 3), np.float32), ([1], [0])))(a)
+    with pytest.raises(RlxError, match=r"lhs axis 0 \(size 1\) and rhs axis 0 \(size 2\)"):
+        rlx.jit(lambda a: rlx.dot_general(a[:1], a[:2], (((0,), (0,)), ((), ()))))(a)
+    m = np.array([[True, False], [False, False]])
+    np.testing.assert_array_equal(rlx.einsum("ij->j", m), np.einsum("ij->j", m))
+    np.testing.assert_array_equal(rlx.jit(lambda a: rlx.einsum("ij,jk", a, a) + 0 * a.sum())(a),
+                                  a @ a)
+    b16 = a.astype(ml_dtypes.bfloat16)
+    assert rlx.einsum("ij,jk->ik", b16, b16).dtype == ml_dtypes.bfloat16
+    np.testing.assert_allclose(rlx.jit(lambda a: rlx.einsum("ij,jk", a, np.eye(3),
+                                                            optimize=True))(a), a, rtol=1e-6)
+    with pytest.raises(RlxError, match="label '...' has sizes 2 and 3"):
+        rlx.jit(lambda a: rlx.einsum("...i,...i", a[:2], a))(a)

@@ -335,3 +335,16 @@ def test_dequant_matmul_block_and_column_scales():
              "scale must be positive")):
         with pytest.raises(rlx.RlxError, match=message):
             rlx.jit(call)(x)
+
+
+def test_dequant_matmul_numbers_and_numpy_arguments_inside_a_trace():
+    """A number scale is one for every block and column; all-numpy arguments inside a
+    trace become constants of it (as einsum's)."""
+    w_q = np.array([[1, -2], [3, 4]], np.int8)
+    x = np.ones((3, 2), np.float32)
+    np.testing.assert_allclose(rlx.quant.dequant_matmul(x, w_q, 0.5), x @ (0.5 * w_q))
+    y = rlx.jit(lambda z: z + rlx.quant.dequant_matmul(x, w_q, 0.5))(np.zeros((3, 2), np.float32))
+    np.testing.assert_allclose(y, x @ (0.5 * w_q))
+    lora = rlx.nn.lora_matmul(x, np.eye(2, dtype=np.float32), np.ones((2, 1), np.float32),
+                              np.ones((1, 2), np.float32), scale=np.float32(0.5))
+    np.testing.assert_allclose(lora, x + 0.5 * 2)

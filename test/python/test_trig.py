@@ -77,3 +77,12 @@ def test_every_rank(shape):
     x = (np.random.default_rng(2).standard_normal(shape) * 30).astype(np.float32)
     assert _ulps(rlx.jit(rlx.nn.sin)(x), _reference(np.sin, x)) <= 1
     assert _ulps(rlx.jit(rlx.nn.cos)(x), _reference(np.cos, x)) <= 1
+
+
+def test_rank0_huge_negative_arguments():
+    """A rank-0 argument is checked by its magnitude too (-1e30 once skipped the exact
+    path and gave -inf)."""
+    for value in (-1e30, -1e20, 1e30):
+        x = np.float32(value)
+        assert _ulps(rlx.jit(rlx.nn.sin)(x), _reference(np.sin, np.asarray(x))) <= 1
+        assert _ulps(rlx.jit(rlx.grad(rlx.nn.sin))(x), _reference(np.cos, np.asarray(x))) <= 1
