@@ -49,17 +49,8 @@ def _per_channel(caller: str, value: Any, b: Builder, like: Tensor, axis: int | 
                  dtype: str, what: str) -> Tensor:
     """``value`` as a tensor of ``dtype`` emitted by ``b``: a number (per tensor, or the
     same for every channel) or ``[C]``."""
-    from rlx_mlir.dialects.base import NUMPY_DTYPES
-
-    if isinstance(value, Tensor):
-        if dtype == "i32" and value.dtype not in ("i8", "i32", "i64"):
-            raise _error(f"{caller}: {what} must be an integer tensor, got {value.dtype}")
-        tensor = value if value.dtype == dtype else value.astype(dtype)
-    else:
-        array = _constant_array(caller, value, dtype, what)
-        if axis is not None and array.ndim == 0:
-            array = np.full(like.shape[axis], array, NUMPY_DTYPES[dtype])
-        tensor = b.constant(array)
+    tensor = _as_tensor(caller, value, b, dtype, what,
+                        None if axis is None else (like.shape[axis],))
     if axis is None and tensor.shape == (1,):
         return tensor
     want = () if axis is None else (like.shape[axis],)
@@ -67,6 +58,19 @@ def _per_channel(caller: str, value: Any, b: Builder, like: Tensor, axis: int | 
         shape = "a number" if axis is None else f"[{like.shape[axis]}] (the extent of axis {axis})"
         raise _error(f"{caller}: {what} must be {shape}, got shape {list(tensor.shape)}")
     return tensor
+
+
+def _as_tensor(caller: str, value: Any, b: Builder, dtype: str, what: str,
+               spread: tuple[int, ...] | None) -> Tensor:
+    """A scale (``dtype`` float) or zero point (``"i32"``) as a tensor of ``dtype``: a
+    traced one cast, or a constant; a number is spread to the shape ``spread`` if given."""
+    if isinstance(value, Tensor):
+        if dtype == "i32" and value.dtype not in ("i8", "i32", "i64"):
+            raise _error(f"{caller}: {what} must be an integer tensor, got {value.dtype}")
+        return value if value.dtype == dtype else value.astype(dtype)
+    array = _constant_array(caller, value, dtype, what)
+    return b.constant(np.broadcast_to(array, spread).copy() if spread and array.ndim == 0
+                      else array)
 
 
 def _constant_array(caller: str, value: Any, dtype: str, what: str) -> np.ndarray:
@@ -240,13 +244,7 @@ def dequant_matmul(x: Tensor, w_q: Any, scale: Any, zero_point: Any = None,
 def _block_grid(caller: str, value: Any, b: Builder, dtype: str, grid: tuple[int, ...],
                 what: str) -> Tensor:
     """A scale or zero point of shape ``grid`` as a tensor of ``dtype``."""
-    if isinstance(value, Tensor):
-        if dtype == "i32" and value.dtype not in ("i8", "i32", "i64"):
-            raise _error(f"{caller}: {what} must be an integer tensor, got {value.dtype}")
-        tensor = value if value.dtype == dtype else value.astype(dtype)
-    else:
-        array = _constant_array(caller, value, dtype, what)
-        tensor = b.constant(np.broadcast_to(array, grid) if array.ndim == 0 else array)
+    tensor = _as_tensor(caller, value, b, dtype, what, grid)
     if tensor.shape != grid:
         raise _error(f"{caller}: {what} must have shape {list(grid)} (blocks of K, N), got "
                      f"{list(tensor.shape)}")
