@@ -584,6 +584,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, num_heads: int, mask: Tensor | No
         mask_kind = "causal_padding"  # one op: causal row blocks, keys dropped per example
     if mask_kind in ("custom", "causal_padding"):
         _check_keep_mask(mask)
+        mask = _keep_mask_for(q, mask)
     if mask is not None and mask_kind == "bias":
         scores = (q.shape[0], num_heads, q.shape[1], k.shape[1])
         mask = _full_bias(q, mask, scores)
@@ -609,6 +610,18 @@ def _full_bias(q: Tensor, mask: Tensor | np.ndarray,
     if mask.ndim < 4:
         mask = mask.reshape((1,) * (4 - mask.ndim) + tuple(mask.shape))
     return mask if mask.shape == scores else _b(mask).expand(mask, list(scores))
+
+
+def _keep_mask_for(q: Tensor, mask: Tensor | np.ndarray | None) -> Tensor | np.ndarray | None:
+    """A float key-padding mask of another float dtype than ``q``'s as the bool ``mask >=
+    0.5`` it stands for (the op takes bool or q's dtype)."""
+    if mask is None or not isinstance(q, Tensor):
+        return mask
+    names = {np.dtype(v): k for k, v in _NUMPY_OF.items()}
+    dtype = mask.dtype if isinstance(mask, Tensor) else names.get(np.asarray(mask).dtype)
+    if dtype in REAL_FLOAT_DTYPES and dtype != q.dtype:
+        return mask >= 0.5 if isinstance(mask, Tensor) else np.asarray(mask) >= 0.5
+    return mask
 
 
 def _check_keep_mask(mask: Tensor | np.ndarray | None) -> None:
@@ -965,6 +978,16 @@ def _map_tensors(tree: object, fn: Callable[[Tensor], Tensor]) -> object:
     return tree
 
 
+def _wide_arrays(tree: object) -> bool:
+    """Whether ``tree`` holds an f32 or f64 numpy array (not a Python number: those are
+    weakly typed, as in JAX)."""
+    if isinstance(tree, np.ndarray):
+        return tree.dtype in (np.float32, np.float64) and tree.ndim > 0
+    if isinstance(tree, dict):
+        return any(_wide_arrays(v) for v in tree.values())
+    return isinstance(tree, (list, tuple)) and any(_wide_arrays(v) for v in tree)
+
+
 def _half_in_f32(fn: Callable) -> Callable:
     """``fn`` computed in f32 when its float tensors are all of one half dtype, its f32
     results rounded back once (as PyTorch's fused kernels round once per call, not after
@@ -972,6 +995,8 @@ def _half_in_f32(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def call(*args, **kwargs):
         floats = {t.dtype for t in _tensors((args, kwargs))} - {"i1", "i8", "i32", "i64"}
+        if _wide_arrays((args, kwargs)):  # an f32/f64 numpy operand promotes, as JAX's
+            floats.add("f32")
         if len(floats) != 1 or next(iter(floats)) not in ("f16", "bf16"):
             return fn(*args, **kwargs)
         half = floats.pop()

@@ -15,7 +15,6 @@ import numpy as np
 
 from rlx_mlir.builder import Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
-from rlx_mlir.dialects.base import is_real_float
 
 
 def _error(message: str) -> RlxError:
@@ -203,27 +202,13 @@ def _clamp(positions: Tensor, extent: int) -> Tensor:
 
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
-    """``a.ravel()[:, None] * b.ravel()[None, :]`` (``np.outer``)."""
-    a, b = _tensors("outer", a, b)
-    return a.reshape((-1, 1)) * b.reshape((1, -1))
-
-
-def _tensors(what: str, *values: object) -> list[Tensor]:
-    """``values`` as tensors of one trace: numpy arrays, lists and numbers become constants
-    (as operands of ``*`` do)."""
-    traced = [v for v in values if isinstance(v, Tensor)]
-    if not traced:
-        raise _error(f"{what}: expected a traced tensor among the arguments")
-    out = []
-    for v in values:
-        if isinstance(v, Tensor):
-            out.append(v)
-            continue
-        array = np.asarray(v)
-        if array.dtype.kind not in "biufc" and not is_real_float(array.dtype):
-            raise _error(f"{what}: expected an array of numbers, got {type(v).__name__}")
-        out.append(traced[0]._lift(array))
-    return out
+    """``a.ravel()[:, None] * b.ravel()[None, :]`` (``np.outer``; numpy arrays and lists
+    promote as operands of ``*`` do)."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise _error("outer: expected a traced tensor among the arguments")
+    column = a.reshape((-1, 1)) if isinstance(a, Tensor) else np.reshape(np.asarray(a), (-1, 1))
+    row = b.reshape((1, -1)) if isinstance(b, Tensor) else np.reshape(np.asarray(b), (1, -1))
+    return column * row
 
 
 def square(x: Tensor) -> Tensor:

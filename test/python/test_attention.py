@@ -300,3 +300,17 @@ def test_causal_with_key_padding_is_one_op_with_row_blocks():
         np.testing.assert_allclose(mine, np.nan_to_num(theirs.numpy()), rtol=1e-3, atol=1e-4)
     batched = rlx.vmap(f, in_axes=(0, None, None))(np.stack([q, q * 0.5]), k, v)
     np.testing.assert_allclose(batched[1], rlx.jit(f)(q * 0.5, k, v), rtol=1e-5, atol=1e-6)
+
+
+def test_float_keep_mask_of_another_dtype_than_q():
+    """An f32 key-padding mask with f64 q keeps the keys where it is >= 0.5, as one of q's
+    dtype does (the op itself takes bool or q's dtype)."""
+    q = np.random.default_rng(13).standard_normal((2, 3, 4))
+    mask = np.array([[1, 0, 1], [1, 1, 0]], np.float32)
+    for kind in ("custom", "causal"):
+        got = rlx.jit(lambda q, kind=kind: rlx.nn.attention(q, q, q, 2, mask=mask,
+                                                            mask_kind=kind))(q)
+        want = rlx.jit(lambda q, kind=kind: rlx.nn.attention(q, q, q, 2, mask=mask > 0.5,
+                                                             mask_kind=kind))(q)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, want)
