@@ -633,7 +633,7 @@ def _check_keep_mask(mask: Tensor | np.ndarray | None) -> None:
     values = np.asarray(mask)
     if values.dtype.kind == "f" and (not np.isfinite(values).all() or (values < 0).any()):
         raise RlxError("attention: a key-padding mask keeps the keys where it is true or "
-                       ">= 0.5; this one has negative or infinite entries, as an additive "
+                       ">= 0.5; this one has negative, infinite or NaN entries, as an additive "
                        "mask (0 / -inf) has: pass it as a [B, 1, 1, S_kv] bias "
                        "(mask_kind='bias'), or a bool mask",
                        loc=loc_from_attr(_user_location()))

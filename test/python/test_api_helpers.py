@@ -246,7 +246,7 @@ def test_attention_causal_with_padding_and_broadcast_biases_match_torch(rng):
         np.testing.assert_allclose(grad, torch.autograd.grad((want ** 2).sum(), tq)[0].numpy(),
                                    rtol=1e-10, atol=1e-12)
     additive = np.where(pad, 0.0, -np.inf)
-    with pytest.raises(rlx.RlxError, match="negative or infinite entries"):
+    with pytest.raises(rlx.RlxError, match="negative, infinite or NaN entries"):
         rlx.jit(lambda q: rlx.nn.attention(q, k, v, H, mask=additive, mask_kind="causal"))(q)
     with pytest.raises(rlx.RlxError, match=r"must broadcast to the scores .* got \[3, 6\]"):
         rlx.jit(lambda q: rlx.nn.attention(q, k, v, H, mask=np.zeros((3, S)),
