@@ -16,6 +16,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
+from rlx_mlir import audio as audio  # rlx.audio (re-exported)
 from rlx_mlir import fft as fft  # rlx.fft (re-exported)
 from rlx_mlir import ir, linalg, nn
 from rlx_mlir import quant as quant  # rlx.quant (re-exported)
