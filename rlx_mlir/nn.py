@@ -868,6 +868,97 @@ def lora_matmul(x: Tensor, w: Tensor, a: Tensor, b: Tensor, scale: float = 1.0) 
     return x @ w + ((x @ a) @ b) * float(scale)
 
 
+def selective_scan(x: Tensor, delta: Tensor, a: Tensor, b: Tensor, c: Tensor) -> Tensor:
+    """Mamba's selective state-space recurrence (SPEC 2.3.3 ``SelectiveScan``): for ``x``,
+    ``delta [B, S, H]``, ``a [H, N]``, ``b``, ``c [B, S, N]`` and a state ``[B, H, N]``
+    starting at 0, ``state = exp(delta a) state + delta b x`` and ``y = sum_n c state``
+    at each step: ``y [B, S, H]``. An ``rlx.scan`` over the steps, so it differentiates
+    (and checkpoints) like any scan.
+
+    >>> y = rlx.nn.selective_scan(x, softplus(dt), -exp(a_log), b, c)  # doctest: +SKIP
+    """
+    from rlx_mlir.frontend.control import scan
+
+    delta, a, b, c = _like(x, delta, a, b, c)
+    _check_recurrence("selective_scan", {"x": (x, 3), "delta": (delta, 3), "a": (a, 2),
+                                         "b": (b, 3), "c": (c, 3)})
+    (batch, steps, heads), size = x.shape, a.shape[1]
+    _same_shapes("selective_scan", {"x": x.shape, "delta": delta.shape,
+                                    "a": (heads, size), "b": (batch, steps, size),
+                                    "c": (batch, steps, size)},
+                 {"a": a.shape, "b": b.shape, "c": c.shape, "delta": delta.shape})
+
+    def step(state, inputs):
+        xt, dt, bt, ct = inputs  # [B, H], [B, H], [B, N], [B, N]
+        decay = exp(dt.reshape((batch, heads, 1)) * a)
+        state = decay * state + (dt * xt).reshape((batch, heads, 1)) * \
+            bt.reshape((batch, 1, size))
+        return state, (state * ct.reshape((batch, 1, size))).sum(axis=-1)
+
+    time_major = [v.swapaxes(0, 1) for v in (x, delta, b, c)]
+    init = x.builder.full((batch, heads, size), 0.0, x.dtype)
+    _, ys = scan(step, init, tuple(time_major))
+    return ys.swapaxes(0, 1)
+
+
+def gated_delta_net(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor,
+                    state: Tensor | None = None, return_state: bool = False):
+    """Gated delta-rule linear attention (SPEC 2.3.3 ``GatedDeltaNet``): for ``q``, ``k``,
+    ``v [B, S, H, N]``, gates ``g``, ``beta [B, S, H]`` and a state ``[B, H, N, N]``
+    (zeros, or ``state``): per step ``S = exp(g) S``, ``S = S + beta (v - S k) k^T``,
+    ``o = S q / sqrt(N)``; returns ``o [B, S, H, N]`` (and the last state with
+    ``return_state``). An ``rlx.scan`` over the steps.
+
+    >>> o = rlx.nn.gated_delta_net(q, k, v, log_decay, beta)  # doctest: +SKIP
+    """
+    from rlx_mlir.builder import innermost
+    from rlx_mlir.frontend.control import scan
+    from rlx_mlir.frontend.einsum import einsum
+
+    k, v, g, beta, state = _like(q, k, v, g, beta, state)
+    _check_recurrence("gated_delta_net", {"q": (q, 4), "k": (k, 4), "v": (v, 4),
+                                          "g": (g, 3), "beta": (beta, 3)})
+    batch, steps, heads, size = q.shape
+    expected = {"q": q.shape, "k": q.shape, "v": q.shape, "g": q.shape[:3],
+                "beta": q.shape[:3]}
+    given = {"k": k.shape, "v": v.shape, "g": g.shape, "beta": beta.shape}
+    if state is not None:
+        _check_recurrence("gated_delta_net", {"state": (state, 4)})
+        expected["state"], given["state"] = (batch, heads, size, size), state.shape
+    _same_shapes("gated_delta_net", expected, given)
+    scale = 1.0 / float(np.sqrt(size))
+
+    def step(s, inputs):
+        qt, kt, vt, gt, bt = inputs  # [B, H, N] x 3, [B, H] x 2
+        s = s * exp(gt).reshape((batch, heads, 1, 1))
+        error = vt - einsum("bhij,bhj->bhi", s, kt)
+        s = s + einsum("bhi,bhj->bhij", error * bt.reshape((batch, heads, 1)), kt)
+        return s, einsum("bhij,bhj->bhi", s, qt) * scale
+
+    if state is None:
+        state = innermost(q).full((batch, heads, size, size), 0.0, q.dtype)
+    last, outs = scan(step, state, tuple(t.swapaxes(0, 1) for t in (q, k, v, g, beta)))
+    out = outs.swapaxes(0, 1)
+    return (out, last) if return_state else out
+
+
+def _check_recurrence(caller: str, operands: dict) -> None:
+    for name, (value, rank) in operands.items():
+        if not isinstance(value, Tensor) or value.ndim != rank or \
+                value.dtype not in REAL_FLOAT_DTYPES:
+            got = f"{value.dtype}{list(value.shape)}" if isinstance(value, Tensor) else \
+                type(value).__name__
+            raise RlxError(f"{caller}: {name} must be a float tensor of rank {rank}, got {got}",
+                           loc=loc_from_attr(_user_location()))
+
+
+def _same_shapes(caller: str, expected: dict, given: dict) -> None:
+    for name, shape in given.items():
+        if tuple(shape) != tuple(expected[name]):
+            raise RlxError(f"{caller}: {name} must have shape {list(expected[name])}, got "
+                           f"{list(shape)}", loc=loc_from_attr(_user_location()))
+
+
 # ---------------------------------------------------------------- eager calls
 
 
