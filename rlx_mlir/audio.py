@@ -43,6 +43,8 @@ def hann_window(length: int) -> np.ndarray:
 
 
 def _hann(length: int) -> np.ndarray:
+    if length == 1:
+        return np.ones(1)  # torch.hann_window(1)
     return 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(length) / length)
 
 
@@ -75,16 +77,24 @@ def stft(x: Tensor, n_fft: int, hop_length: int | None = None, win_length: int |
     >>> spec = rlx.audio.stft(wave, 400, 160)                    # doctest: +SKIP
     """
     from rlx_mlir import fft
+    from rlx_mlir.nn import _bool_flag
 
     if not isinstance(x, Tensor) or x.ndim == 0:
         raise _error("stft: expected a traced signal of rank >= 1 (outside a trace, a numpy "
                      f"array), got {type(x).__name__ if not isinstance(x, Tensor) else 'a 0-d one'}")
+    if x.dtype in ("c64", "c128"):
+        raise _error(f"stft: x must be a real signal, got {x.dtype}")
+    center = _bool_flag(center, "stft: center")
     n_fft = _positive("stft", "n_fft", n_fft)
     hop = _positive("stft", "hop_length", n_fft // 4 if hop_length is None else hop_length)
     width = _positive("stft", "win_length", n_fft if win_length is None else win_length)
     if width > n_fft:
         raise _error(f"stft: win_length {width} exceeds n_fft {n_fft}")
-    taper = _hann(width) if window is None else np.asarray(window, np.float64)
+    taper = _hann(width) if window is None else np.asarray(window)
+    if taper.dtype.kind not in "iuf":
+        raise _error(f"stft: window must be a real array of win_length = {width} samples, "
+                     f"got {window!r}"[:200])
+    taper = taper.astype(np.float64)
     if taper.shape != (width,):
         raise _error(f"stft: window must have win_length = {width} samples, got "
                      f"{list(taper.shape)}")
@@ -124,8 +134,14 @@ def mel_filterbank(n_freqs: int, f_min: float, f_max: float, n_mels: int, sample
     if mel_scale not in ("htk", "slaney") or norm not in (None, "slaney"):
         raise _error(f"mel_filterbank: mel_scale must be 'htk' or 'slaney' and norm None or "
                      f"'slaney', got {mel_scale!r}, {norm!r}")
-    if not 0 <= f_min < f_max:
-        raise _error(f"mel_filterbank: need 0 <= f_min < f_max, got {f_min}, {f_max}")
+    n_freqs = _positive("mel_filterbank", "n_freqs", n_freqs)
+    n_mels = _positive("mel_filterbank", "n_mels", n_mels)
+    sample_rate = _positive("mel_filterbank", "sample_rate", sample_rate)
+    numbers = all(isinstance(f, (int, float, np.integer, np.floating)) and
+                  not isinstance(f, bool) and np.isfinite(f) for f in (f_min, f_max))
+    if not numbers or not 0 <= f_min < f_max <= sample_rate / 2:
+        raise _error(f"mel_filterbank: need 0 <= f_min < f_max <= sample_rate / 2 = "
+                     f"{sample_rate / 2}, got f_min={f_min!r}, f_max={f_max!r}")
     freqs = np.linspace(0, sample_rate // 2, n_freqs)
     mels = np.linspace(_hz_to_mel(np.float64(f_min), mel_scale),
                        _hz_to_mel(np.float64(f_max), mel_scale), n_mels + 2)
@@ -146,20 +162,28 @@ def log_mel_spectrogram(x: Tensor, sample_rate: int, n_fft: int = 400,
                         center: bool = True, norm: str | None = None,
                         mel_scale: str = "htk") -> Tensor:
     """``log(max(|stft(x)|^power`` projected on the mel filters``, eps))``: ``[..., n_mels,
-    frames]``, as ``torchaudio.transforms.MelSpectrogram`` (Hann window) followed by a
+    frames]``, as ``torchaudio.transforms.MelSpectrogram`` (Hann window; ``hop_length``
+    ``n_fft // 2`` and ``f_max`` ``sample_rate // 2`` by default, as there) followed by a
     natural log floored at ``eps``.
 
     >>> feats = rlx.audio.log_mel_spectrogram(wave, 16000, 400, 160, 80)  # doctest: +SKIP
     """
-    from rlx_mlir.nn import complex_norm_sq, log, maximum
+    from rlx_mlir.nn import complex_norm_sq, log, maximum, where
 
-    spectrum = stft(x, n_fft, hop_length, center=center)
-    energy = complex_norm_sq(spectrum)
-    if power != 2.0:
-        energy = energy ** (power / 2.0)
+    sample_rate = _positive("log_mel_spectrogram", "sample_rate", sample_rate)
+    power = _integer(power)
+    if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)) or \
+            not 0 < power < np.inf:
+        raise _error(f"log_mel_spectrogram: power must be a positive number, got {power!r}")
+    n_fft = _positive("log_mel_spectrogram", "n_fft", n_fft)
+    hop = n_fft // 2 if hop_length is None else hop_length  # torchaudio's MelSpectrogram
     filters = mel_filterbank(n_fft // 2 + 1, f_min,
-                             float(sample_rate) / 2 if f_max is None else f_max, n_mels,
+                             float(sample_rate // 2) if f_max is None else f_max, n_mels,
                              sample_rate, norm, mel_scale)
+    energy = complex_norm_sq(stft(x, n_fft, hop, center=center))
+    if power != 2.0:  # |z|^p with the gradient 0 at z = 0, as torch's abs()
+        silent = energy == 0
+        energy = where(silent, 0.0, where(silent, 1.0, energy) ** (float(power) / 2.0))
     bank = filters.T.astype(np.float64 if energy.dtype == "f64" else np.float32)
     mel = energy.builder.constant(bank) @ energy
     return log(maximum(mel, eps))

@@ -879,11 +879,11 @@ def selective_scan(x: Tensor, delta: Tensor, a: Tensor, b: Tensor, c: Tensor) ->
     """
     from rlx_mlir.frontend.control import scan
 
-    delta, a, b, c = _like(x, delta, a, b, c)
+    x, delta, a, b, c = _recurrence_operands("selective_scan", x, delta, a, b, c)
     _check_recurrence("selective_scan", {"x": (x, 3), "delta": (delta, 3), "a": (a, 2),
                                          "b": (b, 3), "c": (c, 3)})
     (batch, steps, heads), size = x.shape, a.shape[1]
-    _same_shapes("selective_scan", {"x": x.shape, "delta": delta.shape,
+    _same_shapes("selective_scan", {"x": x.shape, "delta": x.shape,
                                     "a": (heads, size), "b": (batch, steps, size),
                                     "c": (batch, steps, size)},
                  {"a": a.shape, "b": b.shape, "c": c.shape, "delta": delta.shape})
@@ -915,7 +915,10 @@ def gated_delta_net(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor,
     from rlx_mlir.frontend.control import scan
     from rlx_mlir.frontend.einsum import einsum
 
-    k, v, g, beta, state = _like(q, k, v, g, beta, state)
+    return_state = _bool_flag(return_state, "gated_delta_net: return_state")
+    q, k, v, g, beta, *rest = _recurrence_operands("gated_delta_net", q, k, v, g, beta,
+                                                   *([] if state is None else [state]))
+    state = rest[0] if rest else None
     _check_recurrence("gated_delta_net", {"q": (q, 4), "k": (k, 4), "v": (v, 4),
                                           "g": (g, 3), "beta": (beta, 3)})
     batch, steps, heads, size = q.shape
@@ -940,6 +943,25 @@ def gated_delta_net(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor,
     last, outs = scan(step, state, tuple(t.swapaxes(0, 1) for t in (q, k, v, g, beta)))
     out = outs.swapaxes(0, 1)
     return (out, last) if return_state else out
+
+
+def _recurrence_operands(caller: str, *values: object) -> list:
+    """The operands as tensors of one trace (numpy arrays become constants) in one float
+    dtype, promoted as arithmetic promotes (any f64: f64; else any f32: f32)."""
+    from rlx_mlir.frontend.tracing import _active
+
+    traced = [v for v in values if isinstance(v, Tensor)]
+    if not traced and not _active():
+        raise RlxError(f"{caller}: expected traced tensors (or call it on numpy arrays "
+                       "outside any trace)", loc=loc_from_attr(_user_location()))
+    b = innermost(*traced) if traced else _active()[-1]
+    tensors = [v if isinstance(v, Tensor) else b.constant(np.asarray(v)) if isinstance(
+        v, (np.ndarray, np.generic, list, tuple, float, int)) else v for v in values]
+    floats = {t.dtype for t in tensors if isinstance(t, Tensor)} & set(REAL_FLOAT_DTYPES)
+    wide = "f64" if "f64" in floats else "f32" if "f32" in floats or len(floats) > 1 \
+        else next(iter(floats), None)
+    return [t.astype(wide) if isinstance(t, Tensor) and wide and t.dtype in floats else t
+            for t in tensors]
 
 
 def _check_recurrence(caller: str, operands: dict) -> None:

@@ -909,7 +909,7 @@ def _lower_scan(op: ScanOp, e, init, *inputs):
         return [nxt, *(schedule.store(s, t, nxt, rows) for rows in trajectory)]
 
     out_type = op.result.type
-    trajectory = [e.empty(shape_of(out_type), out_type.element_type)] if save else []
+    trajectory = [e.fresh(shape_of(out_type), out_type.element_type)] if save else []
     return rg.for_loop(e, 0, length, [init, *trajectory], step)[-1]
 
 

@@ -250,17 +250,10 @@ def ceil_blocks(s: Any, count: SSAValue) -> SSAValue:
 
 
 def fresh(e: Any, shape: list[int], value: int | None = None) -> SSAValue:
-    """A new i64 tensor (``bufferization.alloc_tensor``, filled with ``value`` if given):
-    two equal ``linalg.fill``s would be merged by CSE, and two loops carrying the one
-    tensor are a read-after-write conflict One-Shot Bufferize cannot resolve (it failed
-    at M = E = 1, where the routing's tensors have one shape)."""
-    from xdsl.dialects import linalg
-    from xdsl.dialects.bufferization import AllocTensorOp
-
-    tensor = e.emit(AllocTensorOp(TensorType(i64, shape)))
-    if value is None:
-        return tensor
-    return e.emit(linalg.FillOp([e.scalar(value, i64)], [tensor], [tensor.type]))
+    """A new i64 tensor (``Emitter.fresh``): two equal ``linalg.fill``s would be merged by
+    CSE, and two loops carrying the one tensor are a read-after-write conflict (at M = E =
+    1, where the routing's tensors have one shape)."""
+    return e.fresh(shape, "i64", value)
 
 
 def build_routing(e: Any, ids: SSAValue, experts: int) -> Routing:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, complex, math, tensor
+from xdsl.dialects.bufferization import AllocTensorOp
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
@@ -149,8 +150,20 @@ class Emitter:
 
     def fill(self, value: Scalar, shape: Sequence[int], dtype: str | Attribute) -> Value:
         """A tensor of ``shape`` holding ``value`` everywhere (``linalg.fill``)."""
-        init = self.empty(shape, dtype)
-        etype = element_type(dtype)
+        return self._filled(self.empty(shape, dtype), value)
+
+    def fresh(self, shape: Sequence[int], dtype: str | Attribute,
+              value: Scalar | None = None) -> Value:
+        """A new tensor (``bufferization.alloc_tensor``, holding ``value`` if given) that
+        CSE never merges with another. Two loops carrying one CSE-merged ``tensor.empty``
+        or fill are a read-after-write conflict One-Shot Bufferize cannot resolve (a scan
+        of length 1, once canonicalize drops its loops, or a routing at one token)."""
+        init = self.emit(AllocTensorOp(TensorType(element_type(dtype), list(shape))))
+        return init if value is None else self._filled(init, value)
+
+    def _filled(self, init: Value, value: Scalar) -> Value:
+        shape = init.type.get_shape()  # type: ignore[attr-defined]
+        etype = init.type.element_type  # type: ignore[attr-defined]
         if is_complex(etype):  # linalg.fill takes real scalars only: a generic
             return self.generic([], [init], [AffineMap.identity(len(shape))],
                                 ["parallel"] * len(shape), lambda s, _: s.scalar(value, etype))

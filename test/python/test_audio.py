@@ -97,3 +97,27 @@ def test_errors_are_located(call, message):
     with pytest.raises(rlx.RlxError, match=message) as info:
         rlx.jit(call)(_wave(1600))
     assert "test_audio.py" in str(info.value)
+
+
+def test_review_fixes():
+    """torchaudio's MelSpectrogram defaults (hop n_fft // 2, f_max sample_rate // 2);
+    power 1 has finite gradients over silence (|z| at 0, as torch's abs); a one-sample
+    window is 1, as torch.hann_window(1); bad arguments are located errors."""
+    x = _wave(2000, 4)
+    assert rlx.audio.log_mel_spectrogram(x, 16000, 400, n_mels=40).shape == (40, 11)
+    silent = np.concatenate([np.zeros(64), _wave(64, 5, np.float64)])
+    g = rlx.grad(lambda s: rlx.audio.log_mel_spectrogram(s, 8000, 16, 8, 4, power=1.0,
+                                                         eps=1e-3).sum())(silent)
+    assert np.isfinite(g).all()
+    np.testing.assert_allclose(rlx.audio.stft(np.arange(4.0), 1, 1, center=False)[0],
+                               np.arange(4.0))
+    for call, message in (
+            (lambda: rlx.audio.mel_filterbank(201, 0.0, 9000.0, 40, 16000),
+             "f_max <= sample_rate / 2"),
+            (lambda: rlx.audio.mel_filterbank(201, 0.0, 8000.0, -1, 16000),
+             "n_mels must be a positive int"),
+            (lambda: rlx.audio.stft(x, 8, window="hann"), "window must be a real array"),
+            (lambda: rlx.audio.log_mel_spectrogram(x, 16000, power=None),
+             "power must be a positive number")):
+        with pytest.raises(rlx.RlxError, match=message):
+            call()

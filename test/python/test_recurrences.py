@@ -88,3 +88,30 @@ def test_errors_are_located(call, message):
     with pytest.raises(rlx.RlxError, match=message) as info:
         rlx.jit(call)(np.ones((B, S, H), np.float32))
     assert "test_recurrences.py" in str(info.value)
+
+
+def test_one_step_mixed_dtypes_and_numpy_operands():
+    """One-step sequences differentiate (a length-1 scan's gradient buffers once shared a
+    CSE-merged tensor); mixed float dtypes promote; numpy operands in a trace are
+    constants, whichever argument is traced."""
+    x, dt, a, b, c = (v[:, :1] if v.ndim == 3 else v for v in _mamba_inputs(4))
+    grads = rlx.jit(rlx.grad(lambda x, dt: rlx.nn.selective_scan(x, dt, a, b, c).sum(),
+                             argnums=(0, 1)))(x, dt)
+    assert all(np.isfinite(g).all() for g in grads)
+    y = rlx.jit(rlx.nn.selective_scan)(x.astype(np.float32), dt.astype(np.float32), a, b, c)
+    assert y.dtype == np.float64
+    ga = rlx.grad(lambda a: rlx.nn.selective_scan(x, dt, a, b, c).sum())(a)
+    assert ga.shape == a.shape
+    q, k, v, g, beta = (t[:, :1] for t in _gdn_inputs(5))
+    dq = rlx.jit(rlx.grad(lambda q, k: rlx.nn.gated_delta_net(q, k, v, g, beta).sum(),
+                          argnums=(0, 1)))(q, k)
+    assert all(np.isfinite(d).all() for d in dq)
+
+
+def test_scan_of_length_one_differentiates():
+    x, y = np.ones(1, np.float32), np.full(1, 2.0, np.float32)
+    f = lambda x, y: rlx.scan(lambda c, xy: (c, xy[0] * xy[1]), np.float32(0.0),  # noqa: E731
+                              (x, y))[1].sum()
+    gx, gy = rlx.jit(rlx.grad(f, argnums=(0, 1)))(x, y)
+    np.testing.assert_array_equal(gx, [2.0])
+    np.testing.assert_array_equal(gy, [1.0])

@@ -358,16 +358,15 @@ def backward_loop(op: ScanBackwardBase, e, init, traj, upstream, inputs,
                            else rg.insert_row(s, outs[1 + i], d, t)
                            for i, d in zip(wanted, dxs, strict=True))]
 
-    zeros = e.fill(0, shape_of(init.type), init.type.element_type)
+    zeros = e.fresh(shape_of(init.type), init.type.element_type, 0)
     dxs = [_gradient_buffer(e, inputs[i].type, i < nb) for i in wanted]
     return rg.for_loop(e, 0, length, [zeros, *dxs], step)
 
 
 def _gradient_buffer(e, t, summed: bool):
-    """Zeros to accumulate a broadcast input's gradient into, else rows to fill."""
-    if summed:
-        return e.fill(0, shape_of(t), t.element_type)
-    return e.empty(shape_of(t), t.element_type)
+    """Zeros to accumulate a broadcast input's gradient into, else rows to fill; fresh
+    tensors, so that two gradients of one shape never share a buffer."""
+    return e.fresh(shape_of(t), t.element_type, 0 if summed else None)
 
 
 def _accumulate(e, total, step_gradient):
