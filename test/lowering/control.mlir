@@ -37,7 +37,7 @@ func.func @scan_xs_bcast(%init: tensor<3xf32>, %w: tensor<3xf32>, %xs: tensor<4x
 // A 2-checkpoint trajectory of 6 steps: steps 2 and 5 are stored, in rows
 // floor(t * 2 / 6) when floor((t + 1) * 2 / 6) != floor(t * 2 / 6).
 // CHECK-LABEL: func.func @scan_checkpointed
-// CHECK: %[[TRAJ0:[a-z0-9_]+]] = tensor.empty() : tensor<2x3xf64>
+// CHECK: %[[TRAJ0:[a-z0-9_]+]] = bufferization.alloc_tensor() : tensor<2x3xf64>
 // CHECK: %{{.*}}, %[[TRAJ:[a-z0-9_]+]] = scf.for %[[T:[a-z0-9_]+]] = {{.*}} iter_args(%{{.*}} = %init, %[[ROWS:[a-z0-9_]+]] = %[[TRAJ0]]) -> (tensor<3xf64>, tensor<2x3xf64>) {
 // CHECK: math.sin
 // CHECK: %[[ROW:[a-z0-9_]+]] = arith.divui
