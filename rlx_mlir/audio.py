@@ -5,7 +5,8 @@
     feats = rlx.audio.log_mel_spectrogram(wave, 16000, n_fft=400, hop_length=160, n_mels=80)
 
 ``stft`` follows ``torch.stft(..., return_complex=True)`` (one-sided, ``center`` with
-reflect padding, a periodic Hann window by default); ``mel_filterbank`` is
+reflect padding) with a periodic Hann window by default (torch's default is a rectangular
+window: pass ``torch.hann_window`` there for the same numbers); ``mel_filterbank`` is
 ``torchaudio.functional.melscale_fbanks`` (HTK or Slaney mel scale, optional Slaney
 area normalisation) as a numpy array. Called outside a trace on numpy arrays, the
 functions run at once (as ``rlx.nn``'s do).
@@ -70,9 +71,9 @@ def stft(x: Tensor, n_fft: int, hop_length: int | None = None, win_length: int |
          window: Any = None, center: bool = True) -> Tensor:
     """The one-sided short-time Fourier transform of ``x [..., T]``: complex ``[...,
     n_fft // 2 + 1, frames]`` as ``torch.stft(x, n_fft, hop_length, win_length, window,
-    center, pad_mode="reflect", return_complex=True)``; the window defaults to a periodic
-    Hann window of ``win_length`` (default ``n_fft``) samples, zero-padded to ``n_fft``
-    in the middle.
+    center, pad_mode="reflect", return_complex=True)`` given the same window; the window
+    defaults to a periodic Hann window of ``win_length`` (default ``n_fft``) samples (torch:
+    a rectangular one), zero-padded to ``n_fft`` in the middle.
 
     >>> spec = rlx.audio.stft(wave, 400, 160)                    # doctest: +SKIP
     """

@@ -1137,9 +1137,12 @@ from rlx_mlir.frontend.array_ops import (  # noqa: E402  (they use where, maximu
     zeros_like,
 )
 
-_ARRAY_OPS = (broadcast_to, expand_dims, full_like, ones_like, outer, repeat, split, square,
-              take_along_axis, tile, tril, triu, zeros_like)
+_ARRAY_OPS = (broadcast_to, expand_dims, outer, repeat, split, square, take_along_axis, tile,
+              tril, triu)
+_CONSTRUCTORS = (full_like, ones_like, zeros_like)  # no arithmetic: their dtype as asked
 for _name, _fn in list(globals().items()):
     if not _name.startswith("_") and inspect.isfunction(_fn) and (
             _fn.__module__ == __name__ or _fn in _ARRAY_OPS):
         globals()[_name] = _eager(_half_in_f32(_fn))
+    elif _fn in _CONSTRUCTORS:
+        globals()[_name] = _eager(_fn)

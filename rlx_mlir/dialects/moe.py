@@ -323,16 +323,20 @@ tiles of 1 MB took 8.3 ms, of 512 KB 7.6 ms."""
 def column_tile(columns: int, tiles_wanted: int, depth: int = 1, itemsize: int = 4) -> int:
     """Columns per task: the largest of 256, 128 and 64 that cuts ``columns`` into at least
     ``tiles_wanted`` tiles whose ``[depth, tile]`` weights fit :data:`TILE_BYTES` (64 when
-    none fits; ``columns`` itself when none of them divides it).
+    none fits); else the smallest of them that divides ``columns``; ``columns`` itself
+    when none divides it.
 
     >>> column_tile(1024, 2, 512), column_tile(1024, 2, 1024), column_tile(100, 2)
     (256, 128, 100)
+    >>> column_tile(512, 16, 2048)
+    64
     """
     fitting = [t for t in (256, 128, 64) if itemsize * depth * t <= TILE_BYTES] or [64]
-    for tile in fitting:
-        if columns % tile == 0 and columns // tile >= tiles_wanted:
+    dividing = [t for t in fitting if columns % t == 0]
+    for tile in dividing:
+        if columns // tile >= tiles_wanted:
             return tile
-    return columns
+    return dividing[-1] if dividing else columns
 
 
 def block_loop(e: Any, lower: SSAValue | int, upper: SSAValue | int, init: SSAValue,

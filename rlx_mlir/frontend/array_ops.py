@@ -86,7 +86,7 @@ def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) ->
     x = _tensor(x, "split")
     axis = _axis(axis, x.ndim, "split")
     extent = x.shape[axis]
-    if isinstance(indices_or_sections, (int, np.integer)):
+    if np.ndim(indices_or_sections) == 0:
         sections = _int(indices_or_sections, "split: sections")
         if sections <= 0 or extent % sections:
             raise _error(f"split: {extent} elements along axis {axis} do not split into "
@@ -257,10 +257,18 @@ def linalg_norm(x: Tensor, ord: object = None, axis: int | Sequence[int] | None 
     from rlx_mlir.nn import where
 
     x = _tensor(x, "linalg.norm")
-    axes = tuple(range(x.ndim)) if axis is None else \
-        (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if axis is None:
+        axes = tuple(range(x.ndim))
+    elif np.ndim(axis) == 0:
+        axes = (_axis(axis, x.ndim, "linalg.norm"),)
+    elif isinstance(axis, (list, tuple)):
+        axes = tuple(_axis(a, x.ndim, "linalg.norm") for a in axis)
+    else:
+        raise _error(f"linalg.norm: axis must be an int or a tuple of ints, got {axis!r}")
     vector = len(axes) == 1
-    if not (ord is None or (ord == 2 and vector) or (ord == "fro" and not vector)):
+    known = ord is None or (isinstance(ord, (int, np.integer)) and ord == 2 and vector) or \
+        (isinstance(ord, str) and ord == "fro" and not vector)
+    if not known:
         raise _error(f"linalg.norm: ord={ord!r} is not supported (None, 2 for vectors, "
                      "'fro' for matrices)")
     magnitude = x.real * x.real + x.imag * x.imag if x.dtype in ("c64", "c128") else x * x

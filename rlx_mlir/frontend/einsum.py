@@ -107,8 +107,9 @@ def parse(subscripts: str, ranks: Sequence[int]) -> tuple[list[str], str]:
 
 
 def _diagonal(b: Builder, term: Term) -> Term:
-    """A label repeated inside one operand (``ii``) keeps the diagonal: the tensor times an
-    identity mask over the two axes, summed over the second."""
+    """A label repeated inside one operand (``ii``) keeps the diagonal: the tensor where an
+    identity mask over the two axes is true, zero elsewhere (an inf off the diagonal stays
+    out), summed over the second."""
     labels = term.labels
     for i, label in enumerate(labels):
         j = labels.find(label, i + 1)
@@ -119,8 +120,10 @@ def _diagonal(b: Builder, term: Term) -> Term:
             raise _error(f"einsum: label {_shown(label)} has sizes {n} and {m} in one operand")
         shape = [1] * len(labels)
         shape[i] = shape[j] = n
-        mask = b.constant(np.eye(n).reshape(shape).astype(np.float32)).astype(term.tensor.dtype)
-        kept = (term.tensor * mask).sum(axis=j)
+        from rlx_mlir.nn import where
+
+        mask = b.constant(np.eye(n, dtype=bool).reshape(shape))
+        kept = where(mask, term.tensor, False if term.tensor.dtype == "i1" else 0).sum(axis=j)
         return _diagonal(b, Term(kept, labels[:j] + labels[j + 1:]))
     return term
 
@@ -287,6 +290,9 @@ def tensordot(a: Tensor, b: Tensor, axes: int | Sequence = 2) -> Tensor:
                       for axes_ in axes)
     else:
         raise _error(f"tensordot: axes must be an int or a pair of axis lists, got {axes!r}")
+    if not all(isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
+               for axis in (*pairs[0], *pairs[1])):
+        raise _error(f"tensordot: axes must be ints, got {axes!r}")
     if len(pairs[0]) != len(pairs[1]):
         raise _error(f"tensordot: {len(pairs[0])} axes of a against {len(pairs[1])} of b")
     for axes_, rank, what in ((pairs[0], a.ndim, "a"), (pairs[1], b.ndim, "b")):

@@ -194,4 +194,5 @@ def sin_cos_f32(s: Emitter, x: Value, cosine: bool) -> Value:
     value = s.select(s.cmp("eq", s.sub(quadrant, s.mul(s.floor(s.mul(quadrant, 0.5)), 2.0)),
                            1.0), cos_r, sin_r)
     negative = s.cmp("ge", quadrant, 2.0)
-    return s.cast(s.select(negative, s.neg(value), value), "f32")
+    result = s.cast(s.select(negative, s.neg(value), value), "f32")
+    return result if cosine else s.select(s.cmp("eq", x, 0.0), x, result)  # sin(-0) = -0

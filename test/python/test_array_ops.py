@@ -108,3 +108,12 @@ def test_review_fixes():
         rlx.jit(lambda x: rlx.nn.full_like(x, "a"))(X)
     np.testing.assert_allclose(rlx.jit(lambda x: rlx.nn.outer(x[0], [1.0, 2.0]))(X),
                                np.outer(X[0], [1.0, 2.0]))
+
+
+def test_like_constructors_keep_the_asked_dtype_and_norm_checks_its_arguments():
+    x = np.ones(3, np.float32)
+    out = rlx.jit(lambda x: rlx.nn.full_like(x.astype("bf16"), 1.0009765625, dtype="f32"))(x)
+    assert out.dtype == np.float32 and out[0] == np.float32(1.0009765625)
+    assert len(rlx.nn.split(x, np.array(3))) == 3
+    with pytest.raises(RlxError, match="linalg.norm: axis must be an int"):
+        rlx.jit(lambda x: rlx.linalg.norm(x, axis="a"))(x)

@@ -163,3 +163,11 @@ def test_review_fixes():
                                                             optimize=True))(a), a, rtol=1e-6)
     with pytest.raises(RlxError, match="label '...' has sizes 2 and 3"):
         rlx.jit(lambda a: rlx.einsum("...i,...i", a[:2], a))(a)
+
+
+def test_diagonal_ignores_infinite_off_diagonal_entries():
+    m = np.array([[1.0, np.inf], [0.0, 2.0]], np.float32)
+    np.testing.assert_array_equal(rlx.einsum("ii->i", m), [1.0, 2.0])
+    np.testing.assert_array_equal(rlx.jit(lambda m: rlx.einsum("ii", m))(m), 3.0)
+    with pytest.raises(RlxError, match="axes must be ints"):
+        rlx.jit(lambda m: rlx.tensordot(m, m, axes=([0.0], [0])))(m)

@@ -86,3 +86,8 @@ def test_rank0_huge_negative_arguments():
         x = np.float32(value)
         assert _ulps(rlx.jit(rlx.nn.sin)(x), _reference(np.sin, np.asarray(x))) <= 1
         assert _ulps(rlx.jit(rlx.grad(rlx.nn.sin))(x), _reference(np.cos, np.asarray(x))) <= 1
+
+
+def test_sin_keeps_the_sign_of_zero_in_range():
+    got = rlx.jit(rlx.nn.sin)(np.array([-0.0, 0.0, 1.0], np.float32))
+    assert np.signbit(got[0]) and not np.signbit(got[1])
