@@ -61,9 +61,17 @@ def _reference_filters(n_freqs, f_min, f_max, n_mels, sample_rate):
 def test_mel_filterbank():
     got = rlx.audio.mel_filterbank(201, 0.0, 8000.0, 80, 16000)
     np.testing.assert_allclose(got, _reference_filters(201, 0.0, 8000.0, 80, 16000), atol=1e-6)
-    slaney = rlx.audio.mel_filterbank(257, 20.0, 7600.0, 40, 16000, norm="slaney",
-                                      mel_scale="slaney")
-    assert slaney.shape == (257, 40) and (slaney >= 0).all() and (slaney.max(axis=0) > 0).all()
+    # Slaney area norm: each filter times 2 / (its upper edge - its lower edge) in Hz
+    normed = rlx.audio.mel_filterbank(201, 0.0, 8000.0, 80, 16000, norm="slaney")
+    to_mel = lambda f: 2595.0 * np.log10(1.0 + f / 700.0)  # noqa: E731
+    edges = 700.0 * (10.0 ** (np.linspace(0.0, to_mel(8000.0), 82) / 2595.0) - 1.0)
+    np.testing.assert_allclose(normed, _reference_filters(201, 0.0, 8000.0, 80, 16000) *
+                               (2.0 / (edges[2:] - edges[:-2])), rtol=1e-5, atol=1e-9)
+    # the Slaney mel scale: linear below 1 kHz (1 kHz is mel 15), logarithmic above
+    from rlx_mlir.audio import _hz_to_mel, _mel_to_hz
+    hz = np.array([0.0, 500.0, 1000.0, 4000.0])
+    np.testing.assert_allclose(_hz_to_mel(hz, "slaney")[:3], [0.0, 7.5, 15.0])
+    np.testing.assert_allclose(_mel_to_hz(_hz_to_mel(hz, "slaney"), "slaney"), hz)
     with pytest.raises(rlx.RlxError, match="mel_scale must be 'htk' or 'slaney'"):
         rlx.audio.mel_filterbank(201, 0.0, 8000.0, 80, 16000, mel_scale="mel")
 
