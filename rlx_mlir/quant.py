@@ -16,15 +16,18 @@ Called outside a trace on numpy arrays, they run at once (as ``rlx.nn`` function
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from rlx_mlir.builder import Builder, Tensor, _user_location, innermost
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
 from rlx_mlir.dialects.base import FLOAT_DTYPES, REAL_FLOAT_DTYPES
 from rlx_mlir.dialects.quant import STES
-from rlx_mlir.nn import _axis, _eager, _half_in_f32, _integer
+from rlx_mlir.nn import _axis, _eager, _half_in_f32, _integer, stack
 
 
 def _error(message: str) -> RlxError:
@@ -202,43 +205,189 @@ def fake_quantize_lsq(x: Tensor, scale: Any, bits: int = 8, axis: int | None = N
 
 
 def dequant_matmul(x: Tensor, w_q: Any, scale: Any, zero_point: Any = None,
-                   block_size: int | None = None) -> Tensor:
-    """Weight-only quantized matmul (SPEC 2.3.1 ``DequantMatMul``, schemes ``Int8Block``
-    and ``Int8BlockAsym``): ``x @ w`` with ``w[k, n] = (w_q[k, n] - zero_point[k // bs, n])
-    * scale[k // bs, n]`` for i8 ``w_q [K, N]`` and ``scale`` / ``zero_point`` of shape
-    ``[K / bs, N]`` (``bs = block_size``; None: one block, ``[N]`` per column). The
-    weights are dequantized per call; gradients reach ``x`` and a traced ``scale``.
+                   block_size: int | None = None, scheme: str = "int8",
+                   global_scale: Any = 1.0) -> Tensor:
+    """Weight-only quantized matmul (SPEC 2.3.1 ``DequantMatMul``): ``x @ w`` with
+    ``w[k, n] = (level[k, n] - zero_point[k // bs, n]) * scale[k // bs, n]`` for ``scale`` /
+    ``zero_point`` of shape ``[K / bs, N]`` (``bs = block_size``; None: one block, ``[N]``
+    per column). ``scheme`` says how ``w_q`` holds the levels (:data:`DEQUANT_SCHEMES`):
+    ``"int8"`` i8 ``[K, N]``; ``"int4"`` / ``"uint4"`` bytes ``[K, N / 2]``, two nibbles
+    each, low nibble first (signed -8..7 / unsigned 0..15); ``"fp8_e4m3"`` / ``"fp8_e5m2"``
+    bytes ``[K, N]`` (OCP FP8, as ``ml_dtypes.float8_e4m3fn`` / ``float8_e5m2``);
+    ``"nvfp4"`` E2M1 nibbles ``[K, N / 2]`` whose ``scale`` is E4M3 bytes ``[K / 16, N]``,
+    times ``global_scale``. Bytes are i8 or uint8 arrays (i8 tensors when traced). The
+    weights are decoded per call; gradients reach ``x`` and a traced float ``scale``.
 
     >>> y = rlx.quant.dequant_matmul(x, w_q, scales, block_size=32)  # doctest: +SKIP
+    >>> y = rlx.quant.dequant_matmul(x, packed, scales, block_size=32, scheme="int4")  # doctest: +SKIP
     """
     caller = "dequant_matmul"
+    decoder = _scheme(caller, scheme)
+    w_q = _byte_operand(caller, w_q, decoder, _trace_of(x, scale, zero_point))
+    if isinstance(x, (np.ndarray, np.generic)):
+        x = w_q.builder.constant(np.asarray(x))
+    x = _float_input(caller, x, w_q, scale)
+    b = _builder(x, w_q, scale, zero_point)
+    k, n = w_q.shape[0], w_q.shape[1] * (2 if decoder.packed else 1)
+    size = _block_size(caller, block_size, k, decoder)
+    blocks = k // size
+    grid = (n,) if block_size is None and decoder.group is None else (blocks, n)
+    shift = None
+    if zero_point is not None:
+        if not decoder.zero_point:
+            raise _error(f"{caller}: scheme {decoder.name!r} takes no zero_point")
+        shift = _block_grid(caller, zero_point, b, "i32", grid, "zero_point").astype(x.dtype)
+    s = _scale_grid(caller, scale, b, x.dtype, grid, decoder)
+    if decoder.group is not None:
+        s = s * _number_or_tensor(caller, global_scale, b, x.dtype, "global_scale")
+    bytes_ = w_q.reshape((blocks, size, w_q.shape[1]))
+    products = []
+    for part in range(2 if decoder.packed else 1):  # packed: even, then odd columns
+        q = _levels(b, bytes_, decoder, x.dtype, part)
+        if shift is not None:
+            q = q - _columns(shift, blocks, part, decoder.packed)
+        w = q * _columns(s, blocks, part, decoder.packed)
+        products.append(x @ w.reshape((k, w_q.shape[1])))
+    if not decoder.packed:
+        return products[0]
+    pairs = stack(products, axis=0)  # [2, ..., N / 2] -> [..., N / 2, 2]: interleaved
+    perm = (*range(1, pairs.ndim), 0)
+    return pairs.transpose(*perm).reshape((*products[0].shape[:-1], n))
+
+
+def _columns(grid: Tensor, blocks: int, part: int, packed: bool) -> Tensor:
+    """A ``[blocks, N]`` (or ``[N]``) scale or zero point as ``[blocks, 1, N]``; packed,
+    only its even (``part`` 0) or odd (1) columns."""
+    if packed:
+        grid = grid.reshape((blocks, -1, 2))[:, :, part]
+    return grid.reshape((blocks, 1, -1))
+
+
+@dataclass(frozen=True)
+class ByteScheme:
+    """How a weight-only scheme stores its levels: ``decode`` maps bytes (0..255) to
+    levels, one per byte, or two (``packed``: low nibble, high nibble)."""
+
+    name: str
+    decode: Callable[[np.ndarray], tuple[np.ndarray, ...]] | None  # None: i8 levels as they are
+    packed: bool = False
+    zero_point: bool = True
+    group: int | None = None  # a fixed block of K whose scale is E4M3 bytes (NVFP4)
+
+
+def _nibbles(u: np.ndarray, signed: bool) -> tuple[np.ndarray, np.ndarray]:
+    low, high = (u & 15).astype(np.int64), (u >> 4).astype(np.int64)
+    return (low - 16 * (low >= 8), high - 16 * (high >= 8)) if signed else (low, high)
+
+
+def _float_bytes(dtype: Any) -> Callable[[np.ndarray], tuple[np.ndarray]]:
+    return lambda u: (u.view(dtype).astype(np.float64),)
+
+
+def _e2m1(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
+    return values[u & 15], values[u >> 4]
+
+
+DEQUANT_SCHEMES = {s.name: s for s in (
+    ByteScheme("int8", None),
+    ByteScheme("int4", lambda u: _nibbles(u, True), packed=True),
+    ByteScheme("uint4", lambda u: _nibbles(u, False), packed=True),
+    ByteScheme("fp8_e4m3", _float_bytes(ml_dtypes.float8_e4m3fn), zero_point=False),
+    ByteScheme("fp8_e5m2", _float_bytes(ml_dtypes.float8_e5m2), zero_point=False),
+    ByteScheme("nvfp4", _e2m1, packed=True, zero_point=False, group=16),
+)}
+"""``dequant_matmul``'s schemes by name (SPEC's Int8Block(Asym), Int4Block, Fp8E4m3,
+Fp8E5m2, Nvfp4Block)."""
+
+
+def _scheme(caller: str, scheme: Any) -> ByteScheme:
+    if not isinstance(scheme, str) or scheme not in DEQUANT_SCHEMES:
+        raise _error(f"{caller}: scheme must be one of {', '.join(DEQUANT_SCHEMES)}, got "
+                     f"{scheme!r}")
+    return DEQUANT_SCHEMES[scheme]
+
+
+_FLOAT8 = {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}
+
+
+def _trace_of(*values: Any) -> Builder | None:
+    """The innermost trace among the tensors in ``values``, else the active one."""
     from rlx_mlir.frontend.tracing import _active
 
-    traced = [v for v in (x, scale, zero_point) if isinstance(v, Tensor)]
-    trace = innermost(*traced) if traced else (_active()[-1] if _active() else None)
-    if trace is not None and isinstance(w_q, (np.ndarray, np.generic)) and \
-            np.asarray(w_q).dtype == np.int8:
-        w_q = trace.constant(np.asarray(w_q))
-    if isinstance(x, (np.ndarray, np.generic)) and isinstance(w_q, Tensor):
-        x = w_q.builder.constant(np.asarray(x))
+    traced = [v for v in values if isinstance(v, Tensor)]
+    return innermost(*traced) if traced else (_active()[-1] if _active() else None)
+
+
+def _byte_operand(caller: str, w_q: Any, decoder: ByteScheme, trace: Builder | None,
+                  what: str = "w_q", want: str | None = None) -> Tensor:
+    """``w_q`` as a 2-d i8 tensor: numpy bytes (int8; uint8 and this scheme's float8 dtype
+    too for byte schemes) become a constant of ``trace``."""
+    if isinstance(w_q, (np.ndarray, np.generic)):
+        array = np.asarray(w_q)
+        if decoder.decode is not None and array.dtype in (np.uint8, _FLOAT8.get(decoder.name)):
+            array = array.view(np.int8)
+        if trace is not None and array.dtype == np.int8:
+            w_q = trace.constant(array)
     if not isinstance(w_q, Tensor) or w_q.dtype != "i8" or w_q.ndim != 2:
         got = f"{w_q.dtype}{list(w_q.shape)}" if isinstance(w_q, Tensor) else \
             f"{np.asarray(w_q).dtype}{list(np.shape(w_q))}"
-        raise _error(f"{caller}: w_q must be a 2-d i8 array [K, N], got {got}")
-    x = _float_input(caller, x, w_q, scale)
-    (k, n), b = w_q.shape, _builder(x, w_q, scale, zero_point)
-    size = k if block_size is None else _integer(block_size)
+        want = want or ("a 2-d i8 array [K, N]" if decoder.decode is None else
+                        f"a 2-d byte array (int8 or uint8) [K, {'N / 2' if decoder.packed else 'N'}]")
+        raise _error(f"{caller}: {what} must be {want} for scheme {decoder.name!r}, got {got}")
+    return w_q
+
+
+def _levels(b: Builder, w_q: Tensor, decoder: ByteScheme, dtype: str, part: int = 0) -> Tensor:
+    """The levels ``w_q``'s bytes hold (the low nibbles for ``part`` 0 of a packed scheme,
+    the high ones for 1), each a lookup in a 256-entry constant table."""
+    if decoder.decode is None:
+        return w_q.astype(dtype)
+    from rlx_mlir.dialects.base import NUMPY_DTYPES
+
+    unsigned = ((np.arange(256) - 128) & 255).astype(np.uint8)  # by signed byte + 128
+    table = np.concatenate(decoder.decode(unsigned)).astype(NUMPY_DTYPES[dtype])
+    # part 1 reads the second half: its index differs, so CSE does not merge the two
+    # lookups' index computations into one materialised tensor
+    return b.gather(b.constant(table), w_q.astype("i32") + (128 + 256 * part), axis=0)
+
+
+def _block_size(caller: str, block_size: Any, k: int, decoder: ByteScheme) -> int:
+    if decoder.group is not None and block_size not in (None, decoder.group):
+        raise _error(f"{caller}: scheme {decoder.name!r} has blocks of {decoder.group}, got "
+                     f"block_size={block_size!r}")
+    size = decoder.group or (k if block_size is None else _integer(block_size))
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1 or k % size:
         raise _error(f"{caller}: block_size must be a positive int dividing K = {k}, got "
-                     f"{block_size!r}")
-    blocks = k // int(size)
-    grid = (n,) if block_size is None else (blocks, n)
-    s = _block_grid(caller, scale, b, x.dtype, grid, "scale")
-    q = w_q.astype(x.dtype).reshape((blocks, k // blocks, n))
-    if zero_point is not None:
-        zp = _block_grid(caller, zero_point, b, "i32", grid, "zero_point")
-        q = q - zp.astype(x.dtype).reshape((blocks, 1, n))
-    return x @ (q * s.reshape((blocks, 1, n))).reshape((k, n))
+                     f"{block_size if decoder.group is None else size!r}")
+    return int(size)
+
+
+def _scale_grid(caller: str, scale: Any, b: Builder, dtype: str, grid: tuple[int, ...],
+                decoder: ByteScheme) -> Tensor:
+    """Float scales of shape ``grid``; for NVFP4, E4M3 bytes decoded."""
+    if decoder.group is None:
+        return _block_grid(caller, scale, b, dtype, grid, "scale")
+    e4m3 = DEQUANT_SCHEMES["fp8_e4m3"]
+    want = f"E4M3 bytes (uint8, int8 or float8_e4m3fn) of shape {list(grid)}"
+    scale = _byte_operand(caller, scale, e4m3, b, "scale", want)
+    if scale.shape != grid:
+        raise _error(f"{caller}: scale must be {want} (blocks of 16 along K, N), got "
+                     f"{list(scale.shape)}")
+    return _levels(b, scale, e4m3, dtype)
+
+
+def _number_or_tensor(caller: str, value: Any, b: Builder, dtype: str, what: str) -> Tensor:
+    """A positive number, or a traced scalar tensor, as a ``dtype`` scalar."""
+    if isinstance(value, Tensor):
+        if value.shape not in ((), (1,)) or value.dtype not in FLOAT_DTYPES:
+            raise _error(f"{caller}: {what} must be a float scalar, got "
+                         f"{value.dtype}{list(value.shape)}")
+        return value.astype(dtype)
+    array = _constant_array(caller, value, dtype, what)
+    if array.size != 1:
+        raise _error(f"{caller}: {what} must be a number, got shape {list(array.shape)}")
+    return b.constant(array.reshape(()))
 
 
 def _block_grid(caller: str, value: Any, b: Builder, dtype: str, grid: tuple[int, ...],

@@ -4,7 +4,8 @@
 has one use, so a cheap value read by two elementwise ops is written to memory and read
 back twice: the transformer's ``h = x @ w1 + b1`` feeds both GELU and, in the backward,
 GELU's derivative (an 8 MB round trip for one add). Here such a producer -- a parallel
-generic of at most two adds/subs/muls/negs whose users are all parallel generics -- is
+generic of at most two adds/subs/muls/negs or integer widenings whose users are all
+parallel generics -- is
 cloned for every user first; each clone then fuses into its user::
 
     %h = generic(mm, b1) {addf}          %g  = generic(mm, b1) {addf; gelu}
@@ -16,8 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-FUSION_VERSION = "fuse-remat-v3"
-CHEAP_OPS = frozenset({"arith.addf", "arith.subf", "arith.mulf", "arith.negf"})
+FUSION_VERSION = "fuse-remat-v4"
+CHEAP_OPS = frozenset({"arith.addf", "arith.subf", "arith.mulf", "arith.negf",
+                       # widening an integer (the bytes of quantized weights, read by
+                       # one table lookup per nibble) costs less than its wide copy
+                       "arith.extsi", "arith.extui", "arith.addi", "arith.subi"})
 MAX_CHEAP_OPS = 2
 
 
@@ -28,7 +32,7 @@ def _all_parallel(op: Any) -> bool:
 
 
 def _is_cheap_elementwise(op: Any) -> bool:
-    """A single-result, all-parallel generic whose body is a few cheap float ops."""
+    """A single-result, all-parallel generic whose body is a few cheap ops (CHEAP_OPS)."""
     if op.name != "linalg.generic" or len(op.results) != 1 or not _all_parallel(op):
         return False
     body = [o for o in op.regions[0].blocks[0].operations if o.name != "linalg.yield"]

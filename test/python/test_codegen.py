@@ -497,6 +497,26 @@ def test_a_cheap_shared_producer_fuses_into_each_user():
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
+def test_packed_int4_weights_are_read_once_per_nibble_lookup():
+    """The bytes of int4 weights widen to i32 for two table lookups (low and high
+    nibbles): the widening is recomputed in each lookup instead of materialised as an i32
+    copy of the weights, so the fused module has exactly the two lookup generics."""
+    k, n = 64, 32
+    rng = np.random.default_rng(8)
+    packed = rng.integers(0, 256, (k, n // 2)).astype(np.uint8)
+    scale = rng.uniform(0.5, 1.0, n).astype(np.float32)
+    fn = rlx.jit(lambda x: rlx.quant.dequant_matmul(x, packed, scale, scheme="int4"))
+    x = rng.standard_normal((4, k)).astype(np.float32)
+    fused = stage_texts(fn.lower(x).module)["fuse"]
+    generics = fused.split("linalg.generic")[1:]
+    assert len(generics) == 2 and all("tensor.extract" in g.split("linalg.yield")[0]
+                                      for g in generics)
+    assert "xi32>" not in fused.split("func.func")[1].split("{")[0]  # no i32 argument
+    levels = (packed & 15).astype(np.int64), (packed >> 4).astype(np.int64)
+    w = np.stack(levels, -1).reshape(k, n)
+    np.testing.assert_allclose(fn(x), x @ ((w - 16 * (w >= 8)) * scale), rtol=1e-5, atol=1e-5)
+
+
 def parallel_bodies(text: str) -> list[str]:
     return re.findall(r"func\.func private @(parallel_compute_fn\w*)", text)
 

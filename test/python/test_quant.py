@@ -330,7 +330,7 @@ def test_dequant_matmul_block_and_column_scales():
             (lambda x: rlx.quant.dequant_matmul(x, w_q, scale[:2], block_size=bs),
              r"scale must have shape \[4, 24\]"),
             (lambda x: rlx.quant.dequant_matmul(x, w_q.astype(np.int32), scale, block_size=bs),
-             r"w_q must be a 2-d i8 array \[K, N\], got int32"),
+             r"w_q must be a 2-d i8 array \[K, N\] for scheme 'int8', got int32"),
             (lambda x: rlx.quant.dequant_matmul(x, w_q, -scale, block_size=bs),
              "scale must be positive")):
         with pytest.raises(rlx.RlxError, match=message):
@@ -348,3 +348,118 @@ def test_dequant_matmul_numbers_and_numpy_arguments_inside_a_trace():
     lora = rlx.nn.lora_matmul(x, np.eye(2, dtype=np.float32), np.ones((2, 1), np.float32),
                               np.ones((1, 2), np.float32), scale=np.float32(0.5))
     np.testing.assert_allclose(lora, x + 0.5 * 2)
+
+
+def _nibbles(packed: np.ndarray, signed: bool) -> np.ndarray:
+    """``[K, N / 2]`` bytes as ``[K, N]`` levels, the low nibble first (SPEC Int4Block)."""
+    low, high = (packed & 15).astype(np.int64), (packed >> 4).astype(np.int64)
+    levels = np.stack([low, high], axis=-1).reshape(packed.shape[0], -1)
+    return levels - 16 * (levels >= 8) if signed else levels
+
+
+def _blocked(levels: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    k, n = levels.shape
+    blocks = scale.shape[0]
+    return (levels.reshape(blocks, k // blocks, n) * scale[:, None].astype(np.float64)
+            ).reshape(k, n)
+
+
+@pytest.mark.parametrize("scheme", ["int4", "uint4"])
+def test_dequant_matmul_packed_nibbles(scheme):
+    """Two levels a byte, low nibble first along N; signed (-8..7) or unsigned with a zero
+    point; traced and eager agree; gradients reach x and the scale; a batch of x."""
+    rng = np.random.default_rng(3)
+    k, n, bs = 64, 10, 16
+    packed = rng.integers(0, 256, (k, n // 2)).astype(np.uint8)
+    scale = rng.uniform(0.01, 0.1, (k // bs, n)).astype(np.float32)
+    zp = rng.integers(0, 16, (k // bs, n)) if scheme == "uint4" else None
+    x = rng.standard_normal((2, 3, k)).astype(np.float32)
+    levels = _nibbles(packed, scheme == "int4")
+    if zp is not None:
+        levels = levels - np.repeat(zp, bs, axis=0)
+    w = _blocked(levels, scale)
+    def f(x, s):
+        return rlx.quant.dequant_matmul(x, packed, s, zp, block_size=bs, scheme=scheme)
+    np.testing.assert_allclose(rlx.jit(f)(x, scale), x @ w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(f(x, scale), x @ w, rtol=1e-5, atol=1e-5)
+    gx, gs = rlx.grad(lambda x, s: f(x, s).sum(), argnums=(0, 1))(x, scale)
+    np.testing.assert_allclose(gx, np.ones((2, 3, n)) @ w.T, rtol=1e-5, atol=1e-5)
+    col_sums = x.reshape(-1, k).sum(0).reshape(k // bs, bs, 1)
+    want = (levels.reshape(k // bs, bs, n) * col_sums).sum(axis=1)
+    np.testing.assert_allclose(gs, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("scheme,dtype", [("fp8_e4m3", torch.float8_e4m3fn),
+                                          ("fp8_e5m2", torch.float8_e5m2)])
+def test_dequant_matmul_fp8_decodes_as_torch(scheme, dtype):
+    """Every byte decodes as torch's float8 (OCP: E4M3 has no infinities, 448 is its
+    largest value, 0x7f NaN); bytes as uint8 or as the ml_dtypes float8 type."""
+    import ml_dtypes
+
+    every = np.arange(256, dtype=np.uint8).reshape(1, 256)
+    want = torch.from_numpy(every).view(dtype).double().numpy()
+    one = np.ones((1, 1), np.float32)
+    got = rlx.jit(lambda x: rlx.quant.dequant_matmul(x, every, 1.0, scheme=scheme))(one)
+    np.testing.assert_array_equal(got, want.astype(np.float32))
+    if scheme == "fp8_e4m3":
+        assert got[0, 0x7E] == 448 and np.isnan(got[0, 0x7F]) and got[0, 0x78] == 256
+    rng = np.random.default_rng(4)
+    weights = rng.standard_normal((32, 8)).astype(getattr(ml_dtypes, str(dtype)[6:]))
+    scale = rng.uniform(0.5, 2.0, 8).astype(np.float32)
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    y = rlx.jit(lambda x: rlx.quant.dequant_matmul(x, weights, scale, scheme=scheme))(x)
+    np.testing.assert_allclose(y, x @ (weights.astype(np.float64) * scale), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_dequant_matmul_nvfp4():
+    """NVFP4: E2M1 nibbles times an E4M3 scale per 16 rows of K times a global scale."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(5)
+    k, n = 32, 6
+    packed = rng.integers(0, 256, (k, n // 2)).astype(np.uint8)
+    scale_bytes = rng.integers(0x20, 0x50, (k // 16, n)).astype(np.uint8)
+    e2m1 = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
+    scales = scale_bytes.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    w = _blocked(e2m1[_nibbles(packed, False)], scales) * 0.25
+    x = rng.standard_normal((3, k)).astype(np.float32)
+    y = rlx.jit(lambda x: rlx.quant.dequant_matmul(x, packed, scale_bytes, scheme="nvfp4",
+                                                   global_scale=0.25))(x)
+    np.testing.assert_allclose(y, x @ w, rtol=1e-5, atol=1e-5)
+    gx = rlx.grad(lambda x: rlx.quant.dequant_matmul(x, packed, scale_bytes,
+                                                     scheme="nvfp4").sum())(x)
+    np.testing.assert_allclose(gx, np.ones((3, n)) @ (4 * w).T, rtol=1e-5, atol=1e-5)
+
+
+def test_dequant_matmul_scheme_errors():
+    """Unknown schemes, bytes of the wrong type or shape, and arguments a scheme does not
+    take are located errors."""
+    x = np.ones((2, 16), np.float32)
+    packed = np.zeros((16, 2), np.uint8)
+    scale = np.ones(4, np.float32)
+    for call, message in (
+            (lambda x: rlx.quant.dequant_matmul(x, packed, scale, scheme="int3"),
+             "scheme must be one of int8, int4, uint4, fp8_e4m3, fp8_e5m2, nvfp4, got 'int3'"),
+            (lambda x: rlx.quant.dequant_matmul(x, packed.astype(np.float32), scale,
+                                                scheme="int4"),
+             r"w_q must be a 2-d byte array \(int8 or uint8\) \[K, N / 2\] for scheme 'int4'"),
+            (lambda x: rlx.quant.dequant_matmul(x, packed, scale[:2], scheme="int4"),
+             r"scale must have shape \[4\]"),
+            (lambda x: rlx.quant.dequant_matmul(x, packed, scale, zero_point=1,
+                                                scheme="fp8_e4m3"),
+             "scheme 'fp8_e4m3' takes no zero_point"),
+            (lambda x: rlx.quant.dequant_matmul(x, packed, np.ones((1, 4), np.float32),
+                                                scheme="nvfp4"),
+             r"scale must be E4M3 bytes \(uint8, int8 or float8_e4m3fn\) of shape \[1, 4\]"),
+            (lambda x: rlx.quant.dequant_matmul(x, packed, np.ones((1, 4), np.uint8),
+                                                block_size=8, scheme="nvfp4"),
+             "scheme 'nvfp4' has blocks of 16, got block_size=8"),
+            (lambda x: rlx.quant.dequant_matmul(x, packed, np.ones((1, 4), np.uint8),
+                                                scheme="nvfp4", global_scale=-1.0),
+             "global_scale must be positive"),
+            (lambda x: rlx.quant.dequant_matmul(x, packed.view(np.int8).astype(np.uint8), scale,
+                                                scheme="int8"),
+             r"w_q must be a 2-d i8 array \[K, N\] for scheme 'int8', got uint8")):
+        with pytest.raises(rlx.RlxError, match=message):
+            rlx.jit(call)(x)
