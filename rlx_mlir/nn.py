@@ -39,6 +39,29 @@ def _like(x: Tensor, *values: Tensor | np.ndarray | float | None) -> list:
     return [v if v is None or isinstance(v, Tensor) else x._lift(v) for v in values]
 
 
+def _traced_among(x: Tensor | np.ndarray | float, *others: object) -> Tensor | np.ndarray:
+    """``x`` as a tensor when it is a numpy array or number next to traced ``others`` (a
+    constant of their innermost trace, in the first one's dtype, as ``_like`` lifts);
+    otherwise as it is. ``conv2d(data, w)`` with closed-over data and traced weights.
+
+    >>> _traced_among(np.ones(3), w)   # doctest: +SKIP
+    """
+    traced = [o for o in others if isinstance(o, Tensor)]
+    if isinstance(x, Tensor) or not traced:
+        return x
+    return traced[0]._lift(np.asarray(x))
+
+
+def _same_float(*xs: Tensor | None) -> list:
+    """Traced float operands of one op at their common dtype (f32 with f64 is f64, as
+    ``x @ w``); others as they are."""
+    floats = {x.dtype for x in xs if isinstance(x, Tensor) and x.dtype in REAL_FLOAT_DTYPES}
+    if len(floats) < 2:
+        return list(xs)
+    common = _common_inexact(floats)
+    return [x.astype(common) if isinstance(x, Tensor) and x.dtype in floats else x for x in xs]
+
+
 def _integer(value: object) -> object:
     """A 0-d integer numpy array (what an eager call makes of ``np.int64(4)``) as an int;
     anything else as it is."""
@@ -435,16 +458,10 @@ def flip(x: Tensor, axis: int | Sequence[int] | None = None) -> Tensor:
 
 def pad(x: Tensor, pad_width, constant_values: float = 0) -> Tensor:
     """``np.pad(x, pad_width, constant_values=...)`` (constant mode): ``pad_width`` is
-    an int, a ``(before, after)`` pair, or one pair per axis."""
-    try:
-        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
-    except (TypeError, ValueError):
-        raise RlxError(f"pad: pad_width {pad_width!r} is not an int, a (before, after) pair "
-                       f"or one pair per axis of a rank-{x.ndim} tensor",
-                       loc=loc_from_attr(_user_location())) from None
-    if (widths < 0).any():
-        raise RlxError(f"pad: widths must be >= 0, got {pad_width!r}",
-                       loc=loc_from_attr(_user_location()))
+    an int, a ``(before, after)`` pair, or one pair per axis (integers, as numpy's)."""
+    widths = _pad_widths(pad_width, np.ndim(x) if not isinstance(x, Tensor) else x.ndim)
+    if not isinstance(x, Tensor):  # numpy data inside a trace: numpy's pad
+        return np.pad(np.asarray(x), widths.tolist(), constant_values=constant_values)
     for a, (before, after) in enumerate(widths.tolist()):
         parts = []
         for width in (before, after):
@@ -453,6 +470,23 @@ def pad(x: Tensor, pad_width, constant_values: float = 0) -> Tensor:
             parts.append(np.full(shape, constant_values, _NUMPY_OF[x.dtype]) if width else None)
         x = concat([p for p in (parts[0], x, parts[1]) if p is not None], axis=a)
     return x
+
+
+def _pad_widths(pad_width: object, rank: int) -> np.ndarray:
+    """``pad_width`` as ``[rank, 2]`` non-negative ints, or a located error."""
+    where = loc_from_attr(_user_location())
+    given = None if isinstance(pad_width, Tensor) else np.asarray(pad_width)
+    if given is None or given.dtype.kind not in "iu":
+        raise RlxError(f"pad: pad_width must be integers (an int, a (before, after) pair "
+                       f"or one pair per axis), got {pad_width!r}", loc=where)
+    try:
+        widths = np.broadcast_to(given.astype(np.int64), (rank, 2))
+    except ValueError:
+        raise RlxError(f"pad: pad_width {pad_width!r} is not an int, a (before, after) pair "
+                       f"or one pair per axis of a rank-{rank} tensor", loc=where) from None
+    if (widths < 0).any():
+        raise RlxError(f"pad: widths must be >= 0, got {pad_width!r}", loc=where)
+    return widths
 
 
 def cumsum(x: Tensor, axis: int | None = None, exclusive: bool = False) -> Tensor:
@@ -470,12 +504,18 @@ def group_norm(x: Tensor, num_groups: int, gamma: Tensor | None = None,
     """PyTorch's ``F.group_norm``: ``x [N, C, ...]``'s ``num_groups`` groups of channels
     normalised per sample, then ``* gamma + beta`` per channel (ones and zeros when
     None; numpy ones take x's dtype)."""
+    x = _traced_among(x, gamma, beta)
     channels = x.shape[1] if x.ndim > 1 else 0
-    dtype = _NUMPY_OF[x.dtype]
+    dtype = _NUMPY_OF[x.dtype] if isinstance(x, Tensor) else np.asarray(x).dtype
     gamma = np.ones(channels, dtype) if gamma is None else gamma
     beta = np.zeros(channels, dtype) if beta is None else beta
     gamma, beta = _like(x, gamma, beta)
-    return _b(x, gamma, beta).group_norm(x, gamma, beta, num_groups=num_groups, eps=eps)
+    x, gamma, beta = _same_float(x, gamma, beta)
+    shape = x.shape
+    if isinstance(x, Tensor) and (x.ndim == 2 or x.ndim > 4):  # [N, C] or [N, C, D, H, W]
+        x = x.reshape((*shape[:2], -1))
+    y = _b(x, gamma, beta).group_norm(x, gamma, beta, num_groups=num_groups, eps=eps)
+    return y.reshape(shape) if y.shape != shape else y
 
 
 def batch_norm(x: Tensor, running_mean: Tensor | np.ndarray | None = None,
@@ -492,11 +532,25 @@ def batch_norm(x: Tensor, running_mean: Tensor | np.ndarray | None = None,
 
     >>> y, mean, var = rlx.nn.batch_norm(x, mean, var, w, b)   # doctest: +SKIP
     """
-    if x.ndim < 2 or x.shape[1] == 0:
-        raise RlxError(f"batch_norm: x must be [N, C, ...] with C >= 1; got shape {x.shape}",
-                       loc=loc_from_attr(_user_location()))
+    where = loc_from_attr(_user_location())
+    x = _traced_among(x, running_mean, running_var, weight, bias)
+    if np.ndim(x) < 2 or np.shape(x)[1] == 0:
+        raise RlxError(f"batch_norm: x must be [N, C, ...] with C >= 1; got shape "
+                       f"{np.shape(x)}", loc=where)
+    if (running_mean is None) != (running_var is None):
+        raise RlxError("batch_norm: running_mean and running_var must both be given or "
+                       "both be None (as torch's)", loc=where)
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float, np.floating)):
+        raise RlxError(f"batch_norm: momentum must be a number, got {momentum!r} (the "
+                       f"cumulative average of torch's momentum=None is not supported)",
+                       loc=where)
     axes = tuple(a for a in range(x.ndim) if a != 1)
     per_channel = (1, x.shape[1], *(1,) * (x.ndim - 2))
+    for name, stat in (("running_mean", running_mean), ("running_var", running_var),
+                       ("weight", weight), ("bias", bias)):
+        if stat is not None and np.shape(stat) != (x.shape[1],):
+            raise RlxError(f"batch_norm: {name} must have shape [{x.shape[1]}] (one per "
+                           f"channel), got {list(np.shape(stat))}", loc=where)
     stats = _like(x, running_mean, running_var, weight, bias)
     running_mean, running_var, weight, bias = (
         None if t is None else t.reshape(per_channel) for t in stats)
@@ -563,12 +617,14 @@ def stop_gradient(x: Tensor) -> Tensor:
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
     """Normalised over the last axis, then ``* gamma + beta`` (numpy ones take x's dtype)."""
     gamma, beta = _like(x, gamma, beta)
+    x, gamma, beta = _same_float(x, gamma, beta)
     return _b(x, gamma, beta).layer_norm(x, gamma, beta, eps=eps)
 
 
 def rms_norm(x: Tensor, gamma: Tensor, beta: Tensor | None = None, eps: float = 1e-6) -> Tensor:
     """``x / rms(x) * gamma (+ beta)`` over the last axis (numpy ones take x's dtype)."""
     gamma, beta = _like(x, gamma, beta)
+    x, gamma, beta = _same_float(x, gamma, beta)
     return _b(x, gamma, beta).rms_norm(x, gamma, beta, eps=eps)
 
 
@@ -648,9 +704,16 @@ def _mask_kind_of(mask: Tensor | np.ndarray) -> str:
     return "custom" if rank == 2 else "bias"
 
 
-def _hw(value: int | Sequence[int]) -> list[int]:
+def _hw(value: int | Sequence[int], what: str = "stride") -> list[int]:
     """A (height, width) pair; an int means both, as in PyTorch (``stride=2``)."""
-    return [int(value)] * 2 if isinstance(value, (int, np.integer)) else list(value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return [int(value)] * 2
+    pair = list(value) if isinstance(value, (list, tuple)) else None
+    if pair is None or len(pair) != 2 or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair):
+        raise RlxError(f"{what} must be an int or a pair of ints, got {value!r}",
+                       loc=loc_from_attr(_user_location()))
+    return [int(v) for v in pair]
 
 
 def conv2d(x: Tensor, w: Tensor, bias: Tensor | None = None, stride=(1, 1), padding=(0, 0),
@@ -659,16 +722,37 @@ def conv2d(x: Tensor, w: Tensor, bias: Tensor | None = None, stride=(1, 1), padd
     or ``"valid"`` / ``"same"`` as in PyTorch and JAX (``"same"``: output ``ceil(H /
     stride)``; an odd total padding puts the extra row or column after, as both do, by
     padding ``x`` first)."""
-    stride, dilation = _hw(stride), _hw(dilation)
-    if isinstance(padding, str):
-        sides = _named_padding(padding, x.shape[2:], np.shape(w)[2:], stride, dilation)
-        padding = [before for before, _ in sides]
-        if any(before != after for before, after in sides):
-            x = pad(x, [(0, 0), (0, 0), *sides])
-            padding = [0, 0]
+    stride, dilation = _hw(stride, "conv2d: stride"), _hw(dilation, "conv2d: dilation")
+    x = _traced_among(x, w, bias)
+    for name, value in (("x", x), ("w", w)):
+        if np.ndim(value) != 4:
+            layout = "NCHW" if name == "x" else "OIHW"
+            raise RlxError(f"conv2d: {name} must be {layout} (rank 4), got shape "
+                           f"{list(np.shape(value))}", loc=loc_from_attr(_user_location()))
+    sides = _conv_sides(padding, np.shape(x)[2:], np.shape(w)[2:], stride, dilation)
+    padding = [before for before, _ in sides]
+    if any(before != after for before, after in sides):
+        x, padding = pad(x, [(0, 0), (0, 0), *sides]), [0, 0]
     w, bias = _like(x, w, bias)
-    return _b(x, w, bias).conv2d(x, w, bias, stride=stride, padding=_hw(padding),
+    x, w, bias = _same_float(x, w, bias)
+    return _b(x, w, bias).conv2d(x, w, bias, stride=stride, padding=padding,
                                  dilation=dilation, groups=groups)
+
+
+def _conv_sides(padding: object, size: Sequence[int], kernel: Sequence[int],
+                stride: Sequence[int], dilation: Sequence[int]) -> list[tuple[int, int]]:
+    """``(before, after)`` per spatial dim from ``"valid"`` / ``"same"``, an int, a pair,
+    or a pair of ``(before, after)`` pairs (JAX's ``lax.conv`` form)."""
+    if isinstance(padding, str):
+        return _named_padding(padding, size, kernel, stride, dilation)
+    if isinstance(padding, (list, tuple)) and len(padding) == 2 and all(
+            isinstance(p, (list, tuple)) for p in padding):
+        sides = [tuple(_hw(p, "conv2d: padding")) for p in padding]
+        if any(b < 0 or a < 0 for b, a in sides):
+            raise RlxError(f"conv2d: padding must be >= 0, got {padding!r}",
+                           loc=loc_from_attr(_user_location()))
+        return sides
+    return [(p, p) for p in _hw(padding, "conv2d: padding")]
 
 
 def _named_padding(name: str, size: Sequence[int], kernel: Sequence[int],
@@ -688,13 +772,21 @@ def _named_padding(name: str, size: Sequence[int], kernel: Sequence[int],
 
 
 def max_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
-    return _b(x).max_pool2d(x, kernel=_hw(kernel), stride=_hw(kernel if stride is None else stride),
-                            padding=_hw(padding))
+    """PyTorch's ``F.max_pool2d`` on NCHW ``x`` (``stride`` defaults to ``kernel``;
+    padding never wins)."""
+    return _b(x).max_pool2d(x, **_pool_attrs("max_pool2d", kernel, stride, padding))
 
 
 def avg_pool2d(x: Tensor, kernel, stride=None, padding=(0, 0)) -> Tensor:
-    return _b(x).avg_pool2d(x, kernel=_hw(kernel), stride=_hw(kernel if stride is None else stride),
-                            padding=_hw(padding))
+    """PyTorch's ``F.avg_pool2d`` on NCHW ``x`` (padding counts in the average, torch's
+    default)."""
+    return _b(x).avg_pool2d(x, **_pool_attrs("avg_pool2d", kernel, stride, padding))
+
+
+def _pool_attrs(name: str, kernel: object, stride: object, padding: object) -> dict:
+    return {"kernel": _hw(kernel, f"{name}: kernel"),
+            "stride": _hw(kernel if stride is None else stride, f"{name}: stride"),
+            "padding": _hw(padding, f"{name}: padding")}
 
 
 def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean",

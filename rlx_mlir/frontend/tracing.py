@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -423,22 +424,33 @@ def _inline(builder: Builder, module: ModuleOp, entry: str, leaves: Sequence[Any
 
 
 def positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any],
-               signature: inspect.Signature | None = None) -> tuple:
+               signature: inspect.Signature | None = None, through: int = 0) -> tuple:
     """``fn``'s arguments as one positional tuple (keyword arguments bound to their
-    parameters, as JAX's ``jit`` traces them); keyword-only parameters are an error.
-    ``signature`` is ``fn``'s (:func:`python_signature`), if known.
+    parameters, as JAX's ``jit`` traces them; defaults fill the parameters skipped before
+    one given by keyword, and up to position ``through``); keyword-only parameters are an
+    error. ``signature`` is ``fn``'s (:func:`python_signature`), if known.
 
-    >>> positional(lambda x, scale=1.0: x, (1,), {"scale": 2.0})
-    (1, 2.0)
+    >>> positional(lambda x, n=2.0, scale=1.0: x, (1,), {"scale": 3.0})
+    (1, 2.0, 3.0)
     """
     try:
-        bound = (signature or inspect.signature(fn)).bind(*args, **kwargs)
+        signature = signature or inspect.signature(fn)
+        bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError) as e:
         raise _error(f"cannot call {getattr(fn, '__name__', 'the function')}: {e}") from None
-    if bound.kwargs:
+    params = list(signature.parameters.values())
+    keyword_only = [p.name for p in params
+                    if p.kind is p.KEYWORD_ONLY and p.name in bound.arguments]
+    if keyword_only:
         raise _error("keyword-only parameters are not supported by rlx's transformations "
-                       f"({', '.join(bound.kwargs)}): make them positional or close over them")
-    return tuple(bound.args)
+                     f"({', '.join(keyword_only)}): make them positional or close over them")
+    if not bound.kwargs and len(bound.args) >= through:
+        return tuple(bound.args)
+    given = [i + 1 for i, p in enumerate(params) if p.name in bound.arguments]
+    bound.apply_defaults()
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return tuple(bound.args)
+    return tuple(bound.args[:max([through, len(args), *given])])
 
 
 def python_signature(fn: Callable) -> inspect.Signature | None:
@@ -451,17 +463,27 @@ def python_signature(fn: Callable) -> inspect.Signature | None:
 
 
 class Transformed:
-    """A traced, transformed, natively compiled function, cached per signature."""
+    """A traced, transformed, natively compiled function, cached per signature.
+
+    A trace of a signature is reused while every value ``fn`` reads from outside its
+    arguments is the object it was traced with (:mod:`rlx_mlir.frontend.closures`), so a
+    closure called again with a rebound variable is traced again, as JAX's
+    transformations (which trace every call) see it. Outside any trace, ``jit``
+    (``rereads`` False) does not check: as JAX's, it reads closed-over values when it
+    traces."""
 
     def __init__(self, fn: Callable, transform: Callable[[Traced, tuple], tuple[str, Any]],
                  params: Callable[[Sequence[Any]], Sequence[int]] = lambda args: (),
-                 name: str | None = None):
+                 name: str | None = None, rereads: bool = True):
         functools.update_wrapper(self, fn, updated=())  # not fn's __dict__ (its .lower)
         self.fn = fn
         self.transform = transform
         self.params = params
         self.name = name or getattr(fn, "__name__", "main").replace("<lambda>", "fn")
+        self.rereads = rereads
         self._cache: dict[tuple, tuple[Traced, str, Any, Any]] = {}
+        self._traced_reads: dict[tuple, tuple[Any, ...]] = {}
+        """:func:`_signature` -> what ``fn``'s outside reads found when it was traced."""
         self._native: dict[Any, _NativeCall] = {}
         """:func:`_call_key` of the arguments -> their native call, outside any trace."""
 
@@ -473,17 +495,36 @@ class Transformed:
         return self._prepare(args)[0]
 
     def _prepare(self, args: Sequence[Any]):
-        key = _signature(args)
-        if key not in self._cache or not _visible(self._cache[key][0]):
-            traced = self._trace(args)
-            try:
-                entry, finish = self.transform(traced, args)
-            except RlxError as e:  # from the IR transformation: point at the user's call
-                if e.loc is None:
-                    e.loc = loc_from_attr(_user_location())
-                raise
-            self._cache[key] = (traced, entry, finish, None)
+        from rlx_mlir.frontend.closures import unchanged, values_now
+
+        key, reads = _signature(args), values_now(self._outside_reads)
+        if key not in self._cache or not unchanged(self._traced_reads.get(key), reads) or \
+                not _visible(self._cache[key][0]):
+            self._cache[key] = (*self._transformed(args), None)
+            self._traced_reads[key] = reads
         return self._cache[key]
+
+    def _transformed(self, args: Sequence[Any]) -> tuple[Traced, str, Any]:
+        traced = self._trace(args)
+        try:
+            entry, finish = self.transform(traced, args)
+        except RlxError as e:  # from the IR transformation: point at the user's call
+            if e.loc is None:
+                e.loc = loc_from_attr(_user_location())
+            raise
+        return traced, entry, finish
+
+    @functools.cached_property
+    def _outside_reads(self) -> list:
+        from rlx_mlir.frontend.closures import outside_reads
+
+        return outside_reads(self.fn)
+
+    def _native_is_current(self, native: _NativeCall) -> bool:
+        """Whether ``fn`` reads what it read when ``native`` was traced (always, for jit)."""
+        from rlx_mlir.frontend.closures import unchanged, values_now
+
+        return not self.rereads or unchanged(native.reads, values_now(self._outside_reads))
 
     def _trace(self, args: Sequence[Any]) -> Traced:
         """``fn`` traced for these arguments, before the transformation."""
@@ -503,7 +544,7 @@ class Transformed:
         if not getattr(_TRACING, "stack", None):  # the common case: a native call seen before
             arrays: list[Any] = []
             native = self._native.get(_call_key(args, arrays))
-            if native is not None:
+            if native is not None and self._native_is_current(native):
                 return native(args, arrays)
         return self._first_call(args)
 
@@ -521,7 +562,8 @@ class Transformed:
             self._cache[_signature(args)] = (traced, entry, finish, executable)
         arrays: list[Any] = []
         key = _call_key(args, arrays)
-        native = _NativeCall(executable, _seeds(traced, entry, len(arrays)), finish, traced)
+        native = _NativeCall(executable, _seeds(traced, entry, len(arrays)), finish, traced,
+                             self._traced_reads.get(_signature(args), ()))
         if not traced.captures:
             self._native[key] = native
         return native(args, arrays)
@@ -546,6 +588,7 @@ class _NativeCall:
     seeds: tuple[np.ndarray, ...]
     finish: Callable[[list[Any], Sequence[Any], Traced], Any]
     traced: Traced
+    reads: tuple[Any, ...] = ()  # what the function's outside reads found when traced
 
     def __call__(self, args: Sequence[Any], arrays: list[Any]) -> Any:
         return self.finish(list(self.executable(*arrays, *self.seeds)), args, self.traced)
@@ -581,8 +624,8 @@ def jit(fn: Callable, static_argnums: int | Sequence[int] = (),
     statics = () if static_argnums == () else _argnums(static_argnums, "jit")
     statics = tuple(sorted({*statics, *_named_positions(fn, static_argnames)}))
     if not statics:
-        return Transformed(fn, transform)
-    return _StaticDispatch(fn, statics, lambda f: Transformed(f, transform))
+        return Transformed(fn, transform, rereads=False)
+    return _StaticDispatch(fn, statics, lambda f: Transformed(f, transform, rereads=False))
 
 
 def _named_positions(fn: Callable, names: str | Sequence[str]) -> tuple[int, ...]:
@@ -630,8 +673,9 @@ class _StaticDispatch(_Dispatch):
         return python_signature(self.fn)
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[Transformed, tuple]:
-        if kwargs:
-            args = positional(self.fn, args, kwargs, self._fn_signature)
+        if kwargs or max(self.statics) >= len(args):  # statics left to their defaults
+            args = positional(self.fn, args, kwargs, self._fn_signature,
+                              through=max(self.statics) + 1)
         where = _resolve_argnums(self.statics, len(args), "jit: static_argnums")
         values = tuple(args[i] for i in where)
         try:
@@ -851,12 +895,35 @@ def vmap(fn: Callable, in_axes: AxisSpec = 0, out_axes: AxisSpec = 0) -> Callabl
             raise _error("vmap: pass the arguments positionally (in_axes is per position); "
                          f"got keyword arguments {', '.join(kwargs)}")
         _check_arity(fn, args)
-        leaves = _batched_leaves(args, _axes_per_argument(in_axes, len(args)))
+        axes = _axes_per_argument(in_axes, len(args))
+        inner, args, axes = _python_values_bound(fn, args, axes)
+        leaves = _batched_leaves(args, axes)
         moved = _move_batch_axes(args, leaves)
         flags = tuple(leaf.axis is not None for leaf in leaves)
-        return _vmapped(fn, flags, _batch_size(leaves), out_axes, out_key)(*moved)
+        return _vmapped(inner, flags, _batch_size(leaves), out_axes, out_key)(*moved)
 
     return batched
+
+
+_PYTHON_VALUES = (bool, str, int, float, type(None))
+_STATIC_BOUND: OrderedDict[tuple, Callable] = OrderedDict()
+
+
+def _python_values_bound(fn: Callable, args: tuple, axes: list) -> tuple[Callable, tuple, list]:
+    """Arguments ``vmap`` does not batch (``in_axes`` None) that are Python values (a
+    flag, a string, a number, None) stay Python values, as in JAX: ``fn`` with them bound
+    (one trace per value), and the other arguments and axes."""
+    where = tuple(i for i, (a, axis) in enumerate(zip(args, axes, strict=True))
+                  if axis is None and isinstance(a, _PYTHON_VALUES))
+    if not where:
+        return fn, args, axes
+    key = (fn, where, _typed(tuple(args[i] for i in where)))
+    if key not in _STATIC_BOUND:
+        _STATIC_BOUND[key] = _bound(fn, {i: args[i] for i in where})
+        while len(_STATIC_BOUND) > VMAPPED_KEPT:
+            _STATIC_BOUND.popitem(last=False)
+    keep = [i for i in range(len(args)) if i not in where]
+    return _STATIC_BOUND[key], tuple(args[i] for i in keep), [axes[i] for i in keep]
 
 
 def _check_in_axes(in_axes: Any) -> None:
@@ -998,8 +1065,10 @@ def _batch_size(leaves: list[_BatchedLeaf]) -> int:
     return next(iter(first))
 
 
-_VMAPPED: dict[tuple, Transformed] = {}
-"""``(fn, batched leaves, size, frozen out_axes)`` -> its batched function."""
+_VMAPPED: OrderedDict[tuple, Transformed] = OrderedDict()
+"""``(fn, batched leaves, size, frozen out_axes)`` -> its batched function, the
+:data:`VMAPPED_KEPT` last used (each holds ``fn`` and its closure)."""
+VMAPPED_KEPT = 64
 
 
 def _vmapped(fn: Callable, flags: tuple[bool, ...], size: int, out_axes: AxisSpec,
@@ -1008,6 +1077,9 @@ def _vmapped(fn: Callable, flags: tuple[bool, ...], size: int, out_axes: AxisSpe
     key = (fn, flags, size, out_key)
     if key not in _VMAPPED:
         _VMAPPED[key] = _make_vmapped(fn, flags, size, out_axes)
+        while len(_VMAPPED) > VMAPPED_KEPT:
+            _VMAPPED.popitem(last=False)
+    _VMAPPED.move_to_end(key)
     return _VMAPPED[key]
 
 

@@ -250,3 +250,113 @@ def test_indexing_an_outer_tensor_with_an_inner_index_gathers_in_the_inner_trace
     np.testing.assert_array_equal(rlx.jit(outer)(table), table[ids] * 2.0)
     grads = rlx.grad(lambda e: outer(e).sum())(table)
     np.testing.assert_array_equal(grads, jax.grad(lambda e: (e[ids] * 2.0).sum())(table))
+
+
+def _jax():
+    import jax
+    import jax.numpy as jnp
+
+    return jax, jnp
+
+
+def test_a_vmap_in_a_loop_reads_the_loop_variable_each_time():
+    """``rlx.vmap(layer)`` of one closure over a loop variable: each call traces afresh
+    inside a trace and, outside, retraces when the closed-over value is rebound (it used
+    the first layer's weights for every layer, and gave the second a zero gradient)."""
+    jax, jnp = _jax()
+    rng = np.random.default_rng(0)
+    params = [rng.standard_normal((3, 3)).astype(np.float32) for _ in range(2)]
+    xs = rng.standard_normal((4, 3)).astype(np.float32)
+
+    def mlp(params, xs):
+        def layer(x):
+            return rlx.nn.tanh(x @ w)
+        h = xs
+        for w in params:  # noqa: B007 (read by layer)
+            h = rlx.vmap(layer)(h)
+        return h
+
+    def reference(params, xs):
+        h = xs
+        for w in params:
+            h = jax.vmap(lambda x, w=w: jnp.tanh(x @ w))(h)
+        return h
+
+    want = np.asarray(reference(params, xs))
+    np.testing.assert_allclose(mlp(params, xs), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rlx.jit(mlp)(params, xs), want, rtol=1e-5, atol=1e-5)
+    grads = rlx.grad(lambda p: mlp(p, xs).sum())(params)
+    wants = jax.grad(lambda p: reference(p, xs).sum())(params)
+    for g, w in zip(grads, wants, strict=True):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-4, atol=1e-5)
+
+
+_BATCH = np.ones((2, 3), np.float32)
+
+
+def _global_loss(w):
+    return ((_BATCH @ w) ** 2).sum()
+
+
+def test_a_gradient_sees_rebound_globals_and_attributes():
+    """A reused ``grad`` whose function reads a global that is reassigned, and ``vmap``
+    of a bound method whose instance attribute is reassigned, use the new values (as
+    JAX's, which retrace every call); the native code is reused while nothing changes."""
+    global _BATCH
+    w = np.arange(9, dtype=np.float32).reshape(3, 3) / 9
+    step = rlx.grad(_global_loss)
+    first = step(w)
+    np.testing.assert_allclose(first, 2 * _BATCH.T @ (_BATCH @ w), rtol=1e-5)
+    assert step(w) is not first and np.array_equal(step(w), first)
+    _BATCH = np.full((2, 3), 3.0, np.float32)
+    np.testing.assert_allclose(step(w), 2 * _BATCH.T @ (_BATCH @ w), rtol=1e-5)
+
+    class Model:
+        def __init__(self):
+            self.w = w
+
+        def forward(self, x):
+            return x @ self.w
+
+    model, xs = Model(), np.ones((4, 3), np.float32)
+    np.testing.assert_allclose(rlx.vmap(model.forward)(xs), xs @ w, rtol=1e-6)
+    model.w = w - 0.5
+    np.testing.assert_allclose(rlx.vmap(model.forward)(xs), xs @ (w - 0.5), rtol=1e-6)
+
+
+def test_jit_keeps_reading_closures_when_it_traces():
+    """``jit`` reads closed-over values when it traces, as JAX's (documented)."""
+    scale = np.float32(2.0)
+    f = rlx.jit(lambda x: x * scale)
+    x = np.ones(2, np.float32)
+    np.testing.assert_array_equal(f(x), [2.0, 2.0])
+    scale = np.float32(5.0)  # noqa: F841 (read by the closure)
+    np.testing.assert_array_equal(f(x), [2.0, 2.0])
+
+
+def test_keyword_arguments_after_defaults_and_static_defaults():
+    """A keyword argument after a skipped default, and a static argument left to its
+    default, as in JAX."""
+    x = np.ones(3, np.float32)
+
+    def f(x, n=2.0, scale=1.0):
+        return (x * n * scale).sum()
+
+    assert rlx.jit(f)(x, scale=np.float32(3.0)) == 18.0
+    np.testing.assert_array_equal(rlx.grad(f)(x, scale=np.float32(3.0)), [6.0] * 3)
+    assert rlx.jit(f, static_argnums=1)(x) == 6.0
+    assert rlx.jit(f, static_argnames="n")(x) == 6.0
+    assert rlx.jit(f, static_argnames="scale")(x, 3.0) == 9.0
+
+
+def test_vmap_passes_unbatched_python_values_through():
+    """``in_axes=None`` Python values (a flag, a size, a string) stay Python values, as in
+    JAX, so ``fn`` may branch or reshape on them."""
+    xs = np.arange(24, dtype=np.float32).reshape(4, 6)
+    doubled = rlx.vmap(lambda a, on: a * 2.0 if on else a, in_axes=(0, None))(xs, True)
+    np.testing.assert_array_equal(doubled, xs * 2)
+    folded = rlx.vmap(lambda a, n: a.reshape(n, -1).sum(0), in_axes=(0, None))(xs, 2)
+    np.testing.assert_array_equal(folded, xs.reshape(4, 2, 3).sum(1))
+    act = rlx.vmap(lambda a, name: rlx.nn.relu(a - 10) if name == "relu" else a,
+                   in_axes=(0, None))(xs, "relu")
+    np.testing.assert_array_equal(act, np.maximum(xs - 10, 0))

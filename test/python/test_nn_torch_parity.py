@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import rlx_mlir as rlx
 
@@ -116,3 +117,84 @@ def test_where_takes_a_numpy_condition():
     got = rlx.jit(lambda a: rlx.nn.where(keep, 1.0, 0.0) + a)(np.ones(3))
     np.testing.assert_array_equal(got, [2.0, 1.0, 2.0])
     assert got.dtype == np.float64
+
+
+def _conv_data() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((2, 4, 6, 6)).astype(np.float32)
+
+
+def test_closed_over_numpy_data_with_traced_parameters():
+    """Data closed over as numpy next to traced weights (the usual training loop): conv2d
+    'same' with an even kernel (x padded first), group_norm and batch_norm, pad of numpy
+    data inside a trace; gradients as torch's."""
+    x, g = _conv_data(), np.linspace(0.5, 1.5, 4).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((4, 4, 2, 2)).astype(np.float32)
+    tx, tw, tg = torch.tensor(x), torch.tensor(w, requires_grad=True), torch.tensor(
+        g, requires_grad=True)
+    gw = rlx.grad(lambda w: (rlx.nn.conv2d(x, w, padding="same") ** 2).sum())(w)
+    (F.conv2d(F.pad(tx, (0, 1, 0, 1)), tw) ** 2).sum().backward()
+    np.testing.assert_allclose(gw, tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+    gg = rlx.grad(lambda g: (rlx.nn.group_norm(x, 2, g) ** 2 * np.arange(4.0).reshape(
+        1, 4, 1, 1)).sum())(g)
+    (F.group_norm(tx, 2, tg) ** 2 * torch.arange(4.0).reshape(1, 4, 1, 1)).sum().backward()
+    np.testing.assert_allclose(gg, tg.grad.numpy(), rtol=1e-4, atol=1e-4)
+    tg.grad = None
+    gb = rlx.grad(lambda g: (rlx.nn.batch_norm(x, weight=g) * np.arange(4.0).reshape(
+        1, 4, 1, 1)).sum() + (rlx.nn.batch_norm(x, weight=g) ** 2).sum())(g)
+    y = F.batch_norm(tx, None, None, tg, training=True)
+    ((y * torch.arange(4.0).reshape(1, 4, 1, 1)).sum() + (y ** 2).sum()).backward()
+    np.testing.assert_allclose(gb, tg.grad.numpy(), rtol=1e-4, atol=1e-4)
+    padded = rlx.jit(lambda s: rlx.nn.pad(x, 1) * s)(np.float32(2))
+    np.testing.assert_array_equal(padded, np.pad(x, 1) * 2)
+
+
+def test_conv_padding_pairs_and_mixed_float_widths():
+    """JAX's per-side padding pairs ``((top, bottom), (left, right))``; f32 with f64
+    operands compute in f64 (as ``x @ w``), for conv2d and layer_norm."""
+    x = _conv_data()
+    w = np.random.default_rng(2).standard_normal((3, 4, 3, 2)).astype(np.float32)
+    y = rlx.jit(lambda x, w: rlx.nn.conv2d(x, w, padding=((1, 2), (0, 1))))(x, w)
+    want = F.conv2d(F.pad(torch.tensor(x), (0, 1, 1, 2)), torch.tensor(w)).numpy()
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    y64 = rlx.jit(lambda x, w: rlx.nn.conv2d(x, w))(x, w.astype(np.float64))
+    assert y64.dtype == np.float64
+    np.testing.assert_allclose(y64, F.conv2d(torch.tensor(x, dtype=torch.float64),
+                                             torch.tensor(w, dtype=torch.float64)).numpy(),
+                               rtol=1e-10, atol=1e-10)
+    ln = rlx.jit(lambda x, g: rlx.nn.layer_norm(x, g, g))(x.astype(np.float64),
+                                                          np.ones(6, np.float32))
+    assert ln.dtype == np.float64
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 4, 3, 3, 2)])
+def test_group_norm_of_any_rank(shape):
+    """``[N, C]`` and ``[N, C, D, H, W]`` as torch's ``F.group_norm`` (normalised over
+    each group's channels and every trailing axis)."""
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    y = rlx.jit(lambda a: rlx.nn.group_norm(a, 2))(x)
+    np.testing.assert_allclose(y, F.group_norm(torch.tensor(x), 2).numpy(), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_conv_pool_norm_argument_errors():
+    """Float strides and kernels, 'same' pooling, wrong ranks, half-given running
+    statistics, momentum=None, wrong statistic lengths and fractional pad widths are
+    located errors naming the argument (torch and numpy reject them too)."""
+    x, g = _conv_data(), np.ones(4, np.float32)
+    w = np.ones((4, 4, 2, 2), np.float32)
+    for call, message in (
+            (lambda: rlx.nn.conv2d(x, w, stride=2.0), "conv2d: stride must be an int or a pair"),
+            (lambda: rlx.nn.max_pool2d(x, 2.0), "max_pool2d: kernel must be an int or a pair"),
+            (lambda: rlx.nn.max_pool2d(x, 3, 1, "same"), "max_pool2d: padding must be an int"),
+            (lambda: rlx.nn.avg_pool2d(x, 2, None, (1, 1, 1)), "avg_pool2d: padding must be"),
+            (lambda: rlx.nn.conv2d(x[0], w, padding="same"),
+             r"conv2d: x must be NCHW \(rank 4\), got shape \[4, 6, 6\]"),
+            (lambda: rlx.nn.conv2d(x, w[0]), r"conv2d: w must be OIHW \(rank 4\)"),
+            (lambda: rlx.jit(lambda x, m: rlx.nn.batch_norm(x, m))(x, g),
+             "running_mean and running_var must both be given or both be None"),
+            (lambda: rlx.nn.batch_norm(x, g, g, momentum=None), "momentum must be a number"),
+            (lambda: rlx.nn.batch_norm(x, g[:3], g[:3]),
+             r"running_mean must have shape \[4\] \(one per channel\), got \[3\]"),
+            (lambda: rlx.nn.pad(x, 1.5), "pad_width must be integers")):
+        with pytest.raises(rlx.RlxError, match=message):
+            call()
