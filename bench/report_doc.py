@@ -161,7 +161,11 @@ def _method(data: dict[str, Any]) -> str:
 * Mixture of experts (not part of the run): `.venv/bin/python bench/moe.py` times
   `rlx.nn.grouped_matmul` and its training step next to PyTorch's loop over the experts
   and JAX's `jax.lax.ragged_dot` (jit) in one process; its figures are in
-  `docs/lowering.md` (the Emitter API section)."""
+  `docs/lowering.md` (the Emitter API section).
+* Weight-only quantized matmuls (not part of the run): `.venv/bin/python bench/quant.py`
+  times `rlx.quant.dequant_matmul` (int8, int4, FP8 E4M3) and the f32 matmul next to
+  PyTorch eager and JAX jit decoding the same bytes in one process; its figures are in
+  `docs/api.md` (Quantization)."""
 
 
 def _workload_section(data: dict[str, Any], workload: str) -> str:

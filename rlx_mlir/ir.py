@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, bufferization, builtin, func, linalg, math, scf, tensor
+from xdsl.dialects import arith, bufferization, builtin, complex, func, linalg, math, scf, tensor
 from xdsl.dialects.builtin import (
     AnyFloat,
     BFloat16Type,
@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Dialect, Operation
+from xdsl.ir import Attribute, Block, Dialect, Operation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
@@ -55,6 +55,7 @@ def make_context(allow_unregistered: bool = False) -> Context:
     ctx = Context(allow_unregistered=allow_unregistered)
     for dialect in (
         builtin.Builtin, func.Func, arith.Arith, math.Math, bufferization.Bufferization, Rlx,
+        complex.Complex,
         _with_ops(tensor.Tensor, [ParallelInsertSliceOp]),
         _with_ops(linalg.Linalg, [BatchMatmulOp]),
         _with_ops(scf.Scf, [ForallOp, InParallelOp]),
@@ -291,7 +292,8 @@ def verify(module: Operation, all_errors: bool = False) -> None:
     failure in the file is reported, at its location. With ``all_errors``, every failure
     is collected (the ops holding a failed op are not verified) into a
     :class:`VerifyErrors`."""
-    errors = _symbol_errors(module)
+    errors = (_symbol_errors(module) or _function_body_errors(module)
+              or _dominance_errors(module, not all_errors))
     if errors and not all_errors:
         raise errors[0]
     redefined_in = {id(e.op.parent_op()) for e in errors if e.op is not None}
@@ -303,6 +305,62 @@ def verify(module: Operation, all_errors: bool = False) -> None:
             errors.append(RlxError(str(e), op=module))
     if errors:
         raise errors[0] if len(errors) == 1 else VerifyErrors(errors)
+
+
+def _function_body_errors(module: Operation) -> list[RlxError]:
+    """A ``func.func`` with a dynamic dimension in its signature, with no body (rlx has no
+    external functions) or whose body does not end in ``func.return`` (``rlx.yield``
+    ends the regions of rlx ops only)."""
+    for op in module.walk():
+        if not isinstance(op, func.FuncOp):
+            continue
+        name = op.sym_name.data
+        ftype = op.function_type
+        dynamic = next((t for t in (*ftype.inputs.data, *ftype.outputs.data)
+                        if isinstance(t, TensorType) and min(t.get_shape(), default=0) < 0),
+                       None)
+        if dynamic is not None:
+            return [RlxError(f"function @{name}: dynamic dimensions are not supported: "
+                             f"{dynamic} (give every dimension a size)", op=op)]
+        if not op.body.blocks:
+            return [RlxError(f"function @{name} has no body: declarations of external "
+                             "functions are not supported (define it in the module)", op=op)]
+        last = op.body.blocks.last.last_op
+        if last is None or last.name != "func.return":
+            got = "nothing" if last is None else f"'{last.name}'"
+            return [RlxError(f"function @{name} must end with 'func.return', got {got}",
+                             op=last or op)]
+    return []
+
+
+def _dominance_errors(module: Operation, stop_at_first: bool) -> list[RlxError]:
+    """Each use of a value that is not defined before it, in its block or a block that
+    encloses it (MLIR's "operand does not dominate this use"); functions see only their
+    own values. Regions of several blocks (a CFG) are not checked."""
+    errors: list[RlxError] = []
+
+    def visit(block: Block, outer: frozenset[int] | set[int]) -> None:
+        visible = set(outer) | {id(a) for a in block.args}
+        for op in block.ops:
+            bad = next((i for i, v in enumerate(op.operands) if id(v) not in visible), None)
+            if bad is not None:
+                errors.append(RlxError(
+                    f"operand #{bad} of '{op.name}' does not dominate this use: it is "
+                    "defined after it, or inside a region that does not hold this op", op=op))
+                if stop_at_first:
+                    return
+            isolated = op.name in ("func.func", "builtin.module")
+            for region in op.regions:
+                if len(region.blocks) == 1:
+                    visit(region.blocks.first, frozenset() if isolated else visible)
+                if errors and stop_at_first:
+                    return
+            visible.update(id(r) for r in op.results)
+
+    for region in module.regions:
+        if len(region.blocks) == 1:
+            visit(region.blocks.first, frozenset())
+    return errors
 
 
 def _op_errors(module: Operation, stop_at_first: bool, skip: set[int]) -> list[RlxError]:

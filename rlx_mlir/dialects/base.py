@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     BoolAttr,
     ComplexType,
     DenseArrayBase,
@@ -424,7 +425,10 @@ def require(attrs: Mapping[str, Any], name: str, kind: type | tuple[type, ...]) 
         names = {int: "an i64 integer", float: "an f32 float", bool: "a bool",
                  str: "a string", tuple: "an array<i64: ...>"}
         want = " or ".join(names.get(k, k.__name__) for k in kinds)
-        raise ShapeError(f"attribute '{name}' must be {want}, got {value!r}")
+        shown = str(value) if isinstance(value, Attribute) else repr(value)
+        hint = " (write array<i64: ...>, not [...])" if isinstance(value, ArrayAttr) and \
+            tuple in kinds else ""
+        raise ShapeError(f"attribute '{name}' must be {want}, got {shown}{hint}")
     return value
 
 

@@ -657,22 +657,21 @@ def _jvp_norm(ctx: JvpContext, op: RlxOp, tx: Tensor | None, tgamma: Tensor | No
 
 @JVP.register(BatchNormInferenceOp)
 def _jvp_batch_norm(ctx: JvpContext, op: BatchNormInferenceOp, tx: Tensor | None,
-                    tgamma: Tensor | None, tbeta: Tensor | None, tmean: Tensor | None,
-                    tvar: Tensor | None) -> list[Tensor | None]:
-    """``(t_x - t_mean) * gamma * s + x_hat * (t_gamma - gamma * t_var / (2 (var + eps)))
-    + t_beta`` with ``s = 1 / sqrt(var + eps)`` and ``x_hat = (x - mean) * s``."""
+                    tgamma: Tensor | None, tbeta: Tensor | None, _tmean: Tensor | None,
+                    _tvar: Tensor | None) -> list[Tensor | None]:
+    """``t_x * gamma * s + x_hat * t_gamma + t_beta`` with ``s = 1 / sqrt(var + eps)`` and
+    ``x_hat = (x - mean) * s``. The statistics are frozen, as in the VJP (SPEC Appendix
+    A): their tangents are dropped, so forward and reverse mode agree."""
     x, gamma, _, mean, var = ctx.inputs(op)
     b = ctx.b
-    shift = ctx.add(tx, None if tmean is None else -tmean)
-    in_shift = None if shift is None else b.batch_norm_inference_backward_input(
-        gamma, var, shift, **op.py_attrs())
-    scale = ctx.add(tgamma, None if tvar is None
-                    else gamma * tvar * -0.5 / (var + op.attr("eps", 1e-5)))
-    in_scale = None
-    if scale is not None:
+    in_x = None if tx is None else b.batch_norm_inference_backward_input(
+        gamma, var, tx, **op.py_attrs())
+    in_gamma = None
+    if tgamma is not None:
         ones, zeros = unit_params(b, op, gamma)
-        in_scale = emit_same(b, op, x, ones, zeros, mean, var) * scale
-    return [ctx.broadcast_to(ctx.add(in_shift, in_scale, tbeta), x.shape)]
+        in_gamma = emit_same(b, op, x, ones, zeros, mean, var) * tgamma
+    out = ctx.add(in_x, in_gamma, tbeta)
+    return [None if out is None else ctx.broadcast_to(out, x.shape)]
 
 
 @JVP.register(SoftmaxCrossEntropyOp)
@@ -688,22 +687,13 @@ def _jvp_softmax_cross_entropy(ctx: JvpContext, op: SoftmaxCrossEntropyOp, tz: T
     return [ctx.b.reduce_sum(grad * tz, axes=[1])]
 
 
-def jvp_rope_like(ctx: JvpContext, op: RlxOp, tx: Tensor | None, tcos: Tensor | None,
-                  tsin: Tensor | None) -> list[Tensor | None]:
-    """rope / rope_backward: linear in x and, jointly, in the tables on the rotated dims:
-    ``op(t_x, cos, sin) + op(x, t_cos, t_sin) - op(x, 0, 0)`` (the last term removes the
-    pass-through dims ``n_rot ..``, which do not depend on the tables)."""
+def jvp_rope_like(ctx: JvpContext, op: RlxOp, tx: Tensor | None, _tcos: Tensor | None,
+                  _tsin: Tensor | None) -> list[Tensor | None]:
+    """rope / rope_backward: linear in x, ``op(t_x, cos, sin)``. The tables are frozen, as
+    in the VJP (SPEC 3.4, Appendix A): their tangents are dropped, so forward and reverse
+    mode agree."""
     x, cos, sin = ctx.inputs(op)
-    b = ctx.b
-    in_x = None if tx is None else emit_same(b, op, tx, cos, sin)
-    if tcos is None and tsin is None:
-        return [in_x]
-    in_tables = emit_same(b, op, x, ctx.or_zeros(tcos, cos), ctx.or_zeros(tsin, sin))
-    head_dim = op.attr("head_dim")
-    if op.attr("n_rot", head_dim) != head_dim:
-        zeros = ctx.zeros_like(cos)
-        in_tables = in_tables - emit_same(b, op, x, zeros, zeros)
-    return [ctx.add(in_x, in_tables)]
+    return [None if tx is None else emit_same(ctx.b, op, tx, cos, sin)]
 
 
 JVP.register(RopeOp)(jvp_rope_like)

@@ -54,6 +54,22 @@ def arg_names(f: func.FuncOp) -> list[str]:
     return names
 
 
+def argument_named(f: func.FuncOp, name: str, purpose: str) -> int | None:
+    """The index of ``f``'s argument called ``name`` (None when there is none); two
+    arguments of that name are an :class:`RlxError` (which one was meant is unknown).
+
+    >>> argument_named(f, "x", "differentiate")  # doctest: +SKIP
+    0
+    """
+    from rlx_mlir.diagnostics import RlxError
+
+    names = arg_names(f)
+    if names.count(name) > 1:
+        raise RlxError(f"@{f.sym_name.data} has {names.count(name)} arguments named '{name}': "
+                       f"rename one to {purpose} it by name", op=f)
+    return names.index(name) if name in names else None
+
+
 def fresh_name(base: str, taken: set[str]) -> str:
     """``base``, or ``base_<n>`` with the first ``n`` not in ``taken`` (argument names of a
     derived function stay unique: the gradient of a gradient, a jvp of a jvp).

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from rlx_mlir.diagnostics import RlxError
 
 _EXPECT = re.compile(
-    r"//\s*expected-(?P<kind>error|warning|note|remark)\s*"
-    r"(?:@(?P<where>above|below|unknown|[+-]\d+|\d+))?\s*\{\{(?P<text>.*?)\}\}"
+    r"//\s*expected-(?P<kind>error|warning|note|remark)(?P<re>-re)?\s*"
+    r"(?:@(?P<where>above|below|unknown|[+-]\d+|\d+))?\s*\{\{(?P<text>.*)\}\}"
 )
+"""The text runs from the first ``{{`` to the last ``}}`` of the line (as MLIR's), so an
+``-re`` expectation may hold ``{{regex}}`` parts."""
 
 
 @dataclass
@@ -29,12 +31,27 @@ class Expectation:
     comment_line: int
     comment_col: int = 1
     matched: bool = False
+    regex: re.Pattern | None = None  # expected-*-re: literal text with {{regex}} parts
+
+    def matches(self, message: str) -> bool:
+        return self.regex.search(message) is not None if self.regex else self.text in message
+
+
+def _pattern(text: str) -> re.Pattern:
+    """An ``-re`` expectation's text: literal, except its ``{{regex}}`` parts."""
+    parts = re.split(r"\{\{(.*?)\}\}", text)
+    return re.compile("".join(re.escape(p) if i % 2 == 0 else f"(?:{p})"
+                              for i, p in enumerate(parts)))
 
 
 def expectations(text: str, line_offset: int = 0) -> list[Expectation]:
-    """Every expected-* comment of ``text``, with the (absolute) line it targets."""
+    """Every expected-* comment of ``text``, with the (absolute) line it targets:
+    ``@below`` / ``@above`` the next / previous line holding no expectation (as MLIR's),
+    ``@+N`` / ``@-N`` relative, ``@N`` absolute, ``@unknown`` no location."""
+    lines = text.splitlines()
+    designator = [bool(_EXPECT.search(line)) for line in lines]
     found = []
-    for index, source_line in enumerate(text.splitlines()):
+    for index, source_line in enumerate(lines):
         line = index + 1 + line_offset
         for m in _EXPECT.finditer(source_line):
             where = m.group("where")
@@ -42,16 +59,25 @@ def expectations(text: str, line_offset: int = 0) -> list[Expectation]:
             if where == "unknown":
                 target = None
             elif where == "above":
-                target = line - 1
+                target = _plain_line(designator, index, -1) + 1 + line_offset
             elif where == "below":
-                target = line + 1
+                target = _plain_line(designator, index, +1) + 1 + line_offset
             elif where and where[0] in "+-":
                 target = line + int(where)
             elif where:
                 target = int(where) + line_offset
+            regex = _pattern(m.group("text")) if m.group("re") else None
             found.append(Expectation(m.group("kind"), target, m.group("text"), line,
-                                     m.start() + 1))
+                                     m.start() + 1, regex=regex))
     return found
+
+
+def _plain_line(designator: list[bool], index: int, step: int) -> int:
+    """The nearest line from ``index`` in direction ``step`` holding no expectation."""
+    at = index + step
+    while 0 <= at < len(designator) and designator[at]:
+        at += step
+    return at
 
 
 _NOTE_AT = re.compile(r":(\d+):\d+$")
@@ -71,7 +97,7 @@ def _match(expected: list[Expectation], kind: str, line: int | None,
     """The first unmatched expectation of ``kind`` at ``line`` whose text is in
     ``message`` (marked matched)."""
     hit = next((e for e in expected if not e.matched and e.kind == kind
-                and e.line == line and e.text in message), None)
+                and e.line == line and e.matches(message)), None)
     if hit is not None:
         hit.matched = True
     return hit

@@ -63,6 +63,13 @@ def dialect_reference() -> str:
         "by `rlx.cast`, `rlx.constant`, function signatures, control-flow carries and the",
         "quantization ops (any other op on them is a verifier error: cast to f32 or i32).",
         "",
+        "Besides each op's own checks, the verifier (`rlx-opt` on any input, and every parse)",
+        "checks the structure as mlir-opt does: every operand is defined before its use, in",
+        "its block or one enclosing it (\"operand #0 of 'rlx.add' does not dominate this",
+        "use\", at the use); every `func.func` has a body ending in `func.return` (rlx has no",
+        "external function declarations, and `rlx.yield` ends only the regions of rlx ops);",
+        "function signatures have static shapes.",
+        "",
     ]
     for family, module in FAMILIES.items():
         out += [f"## {family}", "", inspect.cleandoc(module.__doc__ or "").split("\n\n")[0], ""]

@@ -40,6 +40,10 @@ def random_input(arg: Arg, rng: np.random.Generator, int_high: int) -> np.ndarra
         return (rng.standard_normal(arg.shape) + 1j * rng.standard_normal(arg.shape)).astype(
             arg.dtype
         )
+    top = int(np.iinfo(arg.dtype).max) + 1
+    if int_high > top:
+        raise RlxError(f"--int-high {int_high} is past the range of argument '{arg.name}' "
+                       f"({arg.dtype}: random integers are drawn from [0, K), K <= {top})")
     return rng.integers(0, int_high, arg.shape).astype(arg.dtype)
 
 

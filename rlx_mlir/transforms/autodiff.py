@@ -280,14 +280,18 @@ def default_wrt(f: func.FuncOp) -> list[int]:
 def resolve_wrt(f: func.FuncOp, wrt: Sequence[str] | None) -> list[int]:
     if wrt is None:
         return default_wrt(f)
+    from rlx_mlir.runtime.signature import argument_named
+
     names = arg_names(f)
     indices = []
     for name in wrt:
-        if name not in names:
+        i = argument_named(f, name, "differentiate")
+        if i is None:
             raise RlxError(
                 f"@{f.sym_name.data} has no argument '{name}' to differentiate "
                 f"(arguments: {', '.join(names)})", op=f)
-        i = names.index(name)
+        if i in indices:
+            raise RlxError(f"wrt lists '{name}' more than once", op=f)
         _check_float_wrt(f, i)
         indices.append(i)
     return indices

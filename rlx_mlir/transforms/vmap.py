@@ -230,9 +230,13 @@ class VmapOptions:
 
 
 def build_vmap_func(f: func.FuncOp, options: VmapOptions) -> func.FuncOp:
+    from rlx_mlir.runtime.signature import argument_named
+
     names = arg_names(f)
+    if len(set(options.batched)) != len(options.batched):
+        raise RlxError(f"batched names an argument twice: {', '.join(options.batched)}", op=f)
     for name in options.batched:
-        if name not in names:
+        if argument_named(f, name, "batch") is None:
             known = f"arguments: {', '.join(names)}" if names else "it takes no arguments"
             raise RlxError(f"@{f.sym_name.data} has no argument '{name}' to batch ({known})",
                            op=f)

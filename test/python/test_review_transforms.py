@@ -383,7 +383,8 @@ def test_vmap_of_grad_of_a_grouped_strided_conv_with_batched_weights():
 
 
 def test_rope_tables_jvp_and_vmap_of_batched_tables():
-    """rope's cos/sin get no gradient (docs/comparison.md) but jvp and vmap handle them."""
+    """rope's cos/sin get no gradient and no tangent (frozen, SPEC Appendix A: forward and
+    reverse mode agree); vmap batches them."""
     x = RNG.standard_normal((2, 3, 8))
     cos, sin = RNG.standard_normal((2, 3, 2)), RNG.standard_normal((2, 3, 2))
 
@@ -395,9 +396,11 @@ def test_rope_tables_jvp_and_vmap_of_batched_tables():
 
     ours = lambda c, s: rlx.nn.rope(x, c, s, 4)  # noqa: E731
     check(rlx.vmap(ours), jax.vmap(lambda c, s: rope_j(x, c, s))(cos, sin), cos, sin)
-    check(lambda c, s: rlx.jvp(ours, (c, s), (s, c)),
-          jax.jvp(lambda c, s: rope_j(x, c, s), (cos[0], sin[0]), (sin[0], cos[0])),
-          cos[0], sin[0])
+    value, tangent = rlx.jvp(ours, (cos[0], sin[0]), (sin[0], cos[0]))
+    np.testing.assert_allclose(value, rope_j(x, cos[0], sin[0]), rtol=1e-12)
+    np.testing.assert_array_equal(tangent, np.zeros_like(x))
+    grads = rlx.grad(lambda c, s: (ours(c, s) ** 2).sum(), argnums=(0, 1))(cos[0], sin[0])
+    assert all(not np.any(g) for g in grads)
 
 
 def test_vmap_of_grad_of_group_norm_with_batched_gamma():
