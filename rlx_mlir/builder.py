@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -180,6 +181,10 @@ class Tensor:
             return self.astype(_float_for(other)), other
         if self.dtype == "i1" and np.asarray(other).dtype.kind in "iu":
             return self.astype(_integer_for(other)), other  # (x > 0) * 2 is an integer
+        if self.dtype == "i8" and isinstance(other, (np.ndarray, np.generic)) and \
+                other.dtype.kind in "iu" and other.dtype.itemsize > 1:
+            # numpy integers are not weak for JAX: i8 + np.int32 is i32 (no wrap in i8)
+            return self.astype(_integer_for(other)), other
         if self.dtype in HALF_DTYPES and isinstance(other, (np.ndarray, np.generic)) and \
                 is_real_float(other.dtype):  # numpy floats are not weak for JAX: bf16 + f32
             wider = _float_result(self.dtype, min(_dtype_name(other.dtype), "f32",
@@ -219,16 +224,25 @@ class Tensor:
     def __rmul__(self, o):
         return self._binary("mul", o, reverse=True)
 
-    def _true_divisible(self) -> Tensor:
-        """``/`` is true division (numpy, JAX): integer operands divide as f32."""
-        return self if _is_inexact(self.dtype) else self.astype("f32")
+    def _true_divisible(self, other: object = None) -> Tensor:
+        """``/`` is true division (numpy, JAX): an integer operand divides as the other
+        operand's float type when that is a tensor or a half-precision numpy value (``h /
+        i`` is f16, as ``h * i``), else as f32."""
+        if _is_inexact(self.dtype):
+            return self
+        if isinstance(other, Tensor) and _is_inexact(other.dtype):
+            return self.astype(other.dtype)
+        half = {np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16"}
+        if isinstance(other, (np.ndarray, np.generic)) and other.dtype in half:
+            return self.astype(half[other.dtype])
+        return self.astype("f32")
 
     def __truediv__(self, o):
-        other = o._true_divisible() if isinstance(o, Tensor) else o
-        return self._true_divisible()._binary("div", other)
+        other = o._true_divisible(self) if isinstance(o, Tensor) else o
+        return self._true_divisible(o)._binary("div", other)
 
     def __rtruediv__(self, o):
-        return self._true_divisible()._binary("div", o, reverse=True)
+        return self._true_divisible(o)._binary("div", o, reverse=True)
 
     def __pow__(self, o):
         if self.dtype in (*INT_DTYPES, "i8") and not isinstance(o, Tensor):
@@ -364,7 +378,9 @@ class Tensor:
         return self.builder.reshape(self, dims)
 
     def transpose(self, *perm: int) -> Tensor:
-        order = perm[0] if len(perm) == 1 and isinstance(perm[0], (tuple, list)) else perm
+        """numpy's ``transpose``: axes as arguments or one sequence; none (or None) reverses."""
+        order = perm[0] if len(perm) == 1 and isinstance(perm[0], (tuple, list)) or \
+            perm == (None,) else perm
         return self.builder.transpose(self, perm=list(order or range(self.ndim)[::-1]))
 
     def astype(self, dtype: Any) -> Tensor:
@@ -431,36 +447,47 @@ class Tensor:
     def prod(self, axis: Any = None, keepdims: bool = False, **options: Any) -> Tensor:
         return self._reduce("prod", axis, keepdims, options)
 
-    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        """numpy's ``argmax`` (``rlx.nn.argmax``)."""
+    def argmax(self, axis: int | None = None, out: None = None, *, keepdims: bool = False
+               ) -> Tensor:
+        """numpy's ``argmax`` (``rlx.nn.argmax``; so ``np.argmax(t)`` works too)."""
         from rlx_mlir.nn import argmax
 
+        _no_out("argmax", out)
         return argmax(self, axis, keepdims)
 
-    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    def argmin(self, axis: int | None = None, out: None = None, *, keepdims: bool = False
+               ) -> Tensor:
         """numpy's ``argmin`` (``rlx.nn.argmin``)."""
         from rlx_mlir.nn import argmin
 
+        _no_out("argmin", out)
         return argmin(self, axis, keepdims)
 
-    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
-        """numpy's ``var`` (``ddof=1``: the unbiased estimate); integers average as f32."""
-        x = self.astype("f32") if self.dtype not in FLOAT_DTYPES else self
+    def var(self, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+            keepdims: bool = False) -> Tensor:
+        """numpy's ``var`` (``ddof=1``: the unbiased estimate); integers average as f32
+        (``np.var(t)`` works too)."""
+        _no_out("var", out)
+        x = self.astype(dtype) if dtype is not None else self
+        x = x.astype("f32") if x.dtype not in FLOAT_DTYPES else x
         centred = x - x.mean(axis, keepdims=True)
         count = int(np.prod([x.shape[a] for a in _axes_of(axis, x.ndim)]))
         out = (centred * centred).sum(axis, keepdims=keepdims) / float(max(count - ddof, 0))
         return out.astype(self.dtype) if self.dtype in HALF_DTYPES else out  # one rounding
 
-    def std(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
+    def std(self, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,
+            keepdims: bool = False) -> Tensor:
         """numpy's ``std``: the square root of :meth:`var`."""
-        return self.builder.sqrt(self.var(axis, keepdims, ddof))
+        return self.builder.sqrt(self.var(axis, dtype, out, ddof, keepdims))
 
-    def any(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+    def any(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Tensor:
         """numpy's ``any``: whether some element along ``axis`` is nonzero (bool)."""
+        _no_out("any", out)
         return self._truth().max(axis, keepdims=keepdims) > 0
 
-    def all(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+    def all(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Tensor:
         """numpy's ``all``: whether every element along ``axis`` is nonzero (bool)."""
+        _no_out("all", out)
         return self._truth().min(axis, keepdims=keepdims) > 0
 
     def _truth(self) -> Tensor:
@@ -896,14 +923,18 @@ def _axes_of(axis: Any, ndim: int) -> list[int]:
     return [int(a) % max(ndim, 1) for a in axes]
 
 
+def _no_out(kind: str, out: object) -> None:
+    if out is not None:
+        raise RlxError(f"{kind}: out= is not supported (tensors are immutable; use the "
+                       "returned tensor)", loc=loc_from_attr(_user_location()))
+
+
 def _reduce_input(x: Tensor, kind: str, options: dict[str, Any]) -> Tensor:
     """What a ``kind`` reduction of ``x`` reduces: cast to ``options["dtype"]`` if given,
     else converted as JAX does (``_REDUCE_INPUT``); numpy's other keywords are errors
     (``out`` and friends: tensors are immutable)."""
     dtype = options.pop("dtype", None)
-    if options.pop("out", None) is not None:
-        raise RlxError(f"{kind}: out= is not supported (tensors are immutable; use the "
-                       "returned tensor)", loc=loc_from_attr(_user_location()))
+    _no_out(kind, options.pop("out", None))
     if options:
         raise RlxError(f"{kind}: unsupported keyword argument {', '.join(options)} "
                        "(supported: axis, keepdims, dtype)", loc=loc_from_attr(_user_location()))

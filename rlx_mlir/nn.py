@@ -81,7 +81,14 @@ def relu(x: Tensor) -> Tensor:
     return _b(x).relu(x)
 
 
-def gelu(x: Tensor, approximate: bool = False) -> Tensor:
+def gelu(x: Tensor, approximate: bool | str = False) -> Tensor:
+    """GELU: exact (``x * Phi(x)``) or, with ``approximate`` True (JAX's spelling) or
+    ``"tanh"`` (PyTorch's; ``"none"`` is exact), the tanh form."""
+    if isinstance(approximate, str):
+        if approximate not in ("none", "tanh"):
+            raise RlxError(f"gelu: approximate={approximate!r} must be 'none' or 'tanh' "
+                           "(or a bool)", loc=loc_from_attr(_user_location()))
+        approximate = approximate == "tanh"
     x = _inexact(x)
     return _b(x).gelu_approx(x) if approximate else _b(x).gelu(x)
 
@@ -196,7 +203,9 @@ def _log1p(u: Tensor) -> Tensor:
     rounds_to_one = w == 1.0
     ratio = where(rounds_to_one, 1.0, u / where(rounds_to_one, 1.0, w - 1.0))
     lw = log(w)
-    return where(rounds_to_one, u, lw + stop_gradient(lw * (ratio - 1.0)))
+    finite = (w > 0.0) & (w < np.inf)  # log1p(-1) = -inf, log1p(inf) = inf: no correction
+    correction = where(finite, lw * (ratio - 1.0), 0.0)
+    return where(rounds_to_one, u, lw + stop_gradient(correction))
 
 
 def softplus(x: Tensor) -> Tensor:
@@ -253,12 +262,23 @@ def one_hot(ids: Tensor, num_classes: int, dtype: str = "f32") -> Tensor:
     return where(hit, one, one * 0)
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return _b(x).softmax(x, axis=axis)
+def softmax(x: Tensor, axis: int | None = -1) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``axis`` (None: over every element, as JAX's)."""
+    return _over_axis(x, axis, lambda x, a: _b(x).softmax(x, axis=a))
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return _b(x).log_softmax(x, axis=axis)
+def log_softmax(x: Tensor, axis: int | None = -1) -> Tensor:
+    """``x - logsumexp(x)`` along ``axis`` (None: over every element, as JAX's)."""
+    return _over_axis(x, axis, lambda x, a: _b(x).log_softmax(x, axis=a))
+
+
+def _over_axis(x: Tensor, axis: int | None, op: Callable[[Tensor, int], Tensor]) -> Tensor:
+    if axis is None:
+        return op(x.reshape(-1), 0).reshape(x.shape)
+    if isinstance(axis, (tuple, list)) or isinstance(axis, bool):
+        raise RlxError(f"axis must be an int or None, got {axis!r}",
+                       loc=loc_from_attr(_user_location()))
+    return op(x, axis)
 
 
 def _pair(x: Tensor | float, y: Tensor | float, like: Tensor | None = None,
@@ -402,6 +422,13 @@ def concat(xs: Sequence[Tensor], axis: int = 0) -> Tensor:
         # f32 with f64 is f64, real with complex complex, integers take the float: as the
         # operators (and JAX)
         common = _common_inexact(inexact)
+        xs = [x.astype(common) if isinstance(x, Tensor) else x for x in xs]
+    elif len(dtypes) > 1:  # integers and bools: the widest (i32 with i64 is i64, as JAX)
+        from functools import reduce
+
+        from rlx_mlir.builder import _wider_integer
+
+        common = reduce(lambda a, c: _wider_integer(a, c) or a, sorted(dtypes))
         xs = [x.astype(common) if isinstance(x, Tensor) else x for x in xs]
     like = next(x for x in xs if isinstance(x, Tensor))
 
@@ -579,12 +606,28 @@ def _scaled(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
 
 
 def solve(a: Tensor, b: Tensor) -> Tensor:
-    """``x`` with ``a @ x = b`` (``jnp.linalg.solve``): ``a [N, N]`` or a batch
-    ``[Bt, N, N]``, ``b`` one or ``K`` right-hand sides (``[..., N]`` or ``[..., N, K]``);
-    an exactly singular ``a`` gives NaN."""
+    """``x`` with ``a @ x = b`` (``jnp.linalg.solve``, numpy 2's rule): ``a [..., N, N]``,
+    ``b [N]`` (one right-hand side for every matrix) or ``[..., N, K]``, the batch dims
+    broadcast; an exactly singular ``a`` gives NaN."""
     a, b = _pair(a, b)
-    op = "batched_dense_solve" if a.ndim == 3 else "dense_solve"
-    return getattr(_b(a, b), op)(a, b)
+    where = loc_from_attr(_user_location())
+    if a.ndim < 2 or b.ndim < 1:
+        raise RlxError(f"solve: a must be [..., N, N] and b [N] or [..., N, K], got "
+                       f"{list(a.shape)} and {list(b.shape)}", loc=where)
+    vector = b.ndim == 1  # numpy 2 / JAX: b is a matrix unless it is 1-d
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], () if vector else b.shape[:-2])
+    except ValueError:
+        raise RlxError(f"solve: the batch dims of a {list(a.shape)} and b {list(b.shape)} "
+                       "do not broadcast", loc=where) from None
+    n = a.shape[-1]
+    if not batch:
+        return _b(a, b).dense_solve(a, b)
+    rows = int(np.prod(batch))
+    a3 = broadcast_to(a, (*batch, n, n)).reshape((rows, n, n))
+    tail = (n,) if vector else b.shape[-2:]
+    b3 = broadcast_to(b, (*batch, *tail)).reshape((rows, *tail))
+    return _b(a3, b3).batched_dense_solve(a3, b3).reshape((*batch, *tail))
 
 
 def dropout(x: Tensor, rate: float, key: Tensor | int, training: bool = True) -> Tensor:
@@ -634,6 +677,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, num_heads: int, mask: Tensor | No
     """Multi-head attention on ``[B, S, H*D]`` (see ``rlx.attention``). A ``mask`` given
     with ``mask_kind="none"`` takes its kind from its rank: ``[B, S_kv]`` a key-padding
     mask (``"custom"``), ``[B, Hq, S, S_kv]`` an additive bias (``"bias"``)."""
+    _check_attention_sizes(q, k, num_heads)
     if mask is not None and mask_kind == "none":
         mask_kind = _mask_kind_of(mask)
     if mask is not None and mask_kind == "causal":
@@ -650,10 +694,28 @@ def attention(q: Tensor, k: Tensor, v: Tensor, num_heads: int, mask: Tensor | No
         score_scale=score_scale, softcap=softcap)
 
 
+def _check_attention_sizes(q: Tensor, k: Tensor, num_heads: object) -> None:
+    """Positive ``num_heads`` and non-empty sequences, before the head width is computed."""
+    where = loc_from_attr(_user_location())
+    if isinstance(num_heads, bool) or not isinstance(num_heads, (int, np.integer)) or \
+            num_heads < 1:
+        raise RlxError(f"attention: num_heads must be a positive int, got {num_heads!r}",
+                       loc=where)
+    if np.ndim(q) >= 2 and np.ndim(k) >= 2 and 0 in (np.shape(q)[-2], np.shape(k)[-2]):
+        raise RlxError(f"attention: empty sequences are not supported (q {list(np.shape(q))}, "
+                       f"k {list(np.shape(k))})", loc=where)
+
+
 def _full_bias(q: Tensor, mask: Tensor | np.ndarray,
                scores: tuple[int, int, int, int]) -> Tensor:
     """The additive ``[B, Hq, S, S_kv]`` bias of ``mask``: a ``bias`` broadcastable to the
-    scores (``[S, S_kv]``, ``[B, 1, 1, S_kv]``, ...) expanded to them."""
+    scores (``[S, S_kv]``, ``[B, 1, 1, S_kv]``, ...) expanded to them. A boolean mask
+    keeps the keys where it is True (0, else -inf), as ``F.scaled_dot_product_attention``'s
+    ``attn_mask``."""
+    is_bool = (mask.dtype == "i1") if isinstance(mask, Tensor) else \
+        np.asarray(mask).dtype == np.bool_
+    if is_bool:
+        mask = where(mask, 0.0, -np.inf)
     (mask,) = _like(q, mask)
     try:
         shape = np.broadcast_shapes(mask.shape, scores)
@@ -807,6 +869,10 @@ def cross_entropy(logits: Tensor, labels: Tensor, reduction: str = "mean",
     if not 0.0 <= label_smoothing <= 1.0:
         raise RlxError(f"cross_entropy: label_smoothing={label_smoothing!r} must be in "
                        "[0, 1]", loc=loc_from_attr(_user_location()))
+    if np.ndim(logits) < 1:
+        raise RlxError(f"cross_entropy: logits must be [N, C] or [N, C, d1, ...] (classes "
+                       f"on axis 1; [C] for one row), got shape {list(np.shape(logits))}",
+                       loc=loc_from_attr(_user_location()))
     b = _b(logits, labels)
     labels = _integer_labels(b, labels)
     out_shape = labels.shape

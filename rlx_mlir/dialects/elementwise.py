@@ -424,11 +424,11 @@ def _pow_base_prime(ctx: VjpContext | JvpContext, a: Tensor, b: Tensor) -> Tenso
 @VJP.register(PowOp)
 def _vjp_pow(ctx: VjpContext, op: BinaryOp, g: Tensor) -> list[Tensor | None]:
     """d/da = b a^(b-1) (finite at a = 0 for b >= 1 and b = 0); d/db = y ln a (NaN for
-    a <= 0)."""
+    a < 0; 0 at a = 0, as JAX's, where ln reads 1 instead)."""
     a, b = ctx.inputs(op)
     (y,) = ctx.outputs(op)
     da = g * _pow_base_prime(ctx, a, b)
-    db = g * y * ctx.b.log(a)
+    db = g * y * _log_nonzero(ctx, a)
     return [ctx.unbroadcast(da, a.shape), ctx.unbroadcast(db, b.shape)]
 
 
@@ -528,8 +528,15 @@ def _jvp_pow(ctx: JvpContext, op: BinaryOp, ta, tb) -> list[Tensor | None]:
     a, b = ctx.inputs(op)
     (y,) = ctx.outputs(op)
     da = None if ta is None else ta * _pow_base_prime(ctx, a, b)
-    db = None if tb is None else tb * y * ctx.b.log(a)
+    db = None if tb is None else tb * y * _log_nonzero(ctx, a)
     return [_to_result(ctx, op, ctx.add(da, db))]
+
+
+def _log_nonzero(ctx: VjpContext | JvpContext, a: Tensor) -> Tensor:
+    """``ln a`` with 0 read as 1 (``x ** e``'s exponent derivative is 0 at x = 0, as
+    JAX's ``_replace_zero``), not ``0 * -inf``."""
+    zero = ctx.b.compare(a, ctx.zeros((), a.dtype), predicate="eq")
+    return ctx.b.log(ctx.b.where(zero, ctx.b.full((), 1.0, a.dtype), a))
 
 
 @JVP.register(MaxOp, MinOp)

@@ -271,6 +271,8 @@ def linalg_norm(x: Tensor, ord: object = None, axis: int | Sequence[int] | None 
     if not known:
         raise _error(f"linalg.norm: ord={ord!r} is not supported (None, 2 for vectors, "
                      "'fro' for matrices)")
+    if x.dtype in ("i1", "i8", "i32", "i64"):
+        x = x.astype("f32")  # squares of integers would wrap (numpy's norm is a float)
     magnitude = x.real * x.real + x.imag * x.imag if x.dtype in ("c64", "c128") else x * x
     total = magnitude.sum(axis=axes, keepdims=keepdims)
     zero = total == 0  # sqrt's gradient is guarded there; NaN stays NaN

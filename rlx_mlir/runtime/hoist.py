@@ -42,8 +42,8 @@ def hoistable(op: Operation) -> bool:
     if op.name != "rlx.constant" or _slice_positions(op):
         return False
     value = op.attributes.get("value")
-    return (isinstance(value, DenseIntOrFPElementsAttr) and not value.is_splat()
-            and int(np.prod(value.get_shape())) >= 2)
+    return (isinstance(value, DenseIntOrFPElementsAttr)
+            and int(np.prod(value.get_shape())) >= 2 and not value.is_splat())
 
 
 def _slice_positions(op: Operation) -> bool:

@@ -347,7 +347,7 @@ def test_complex_solves_match_numpy_and_torch_gradients(dtype):
     a, b, bs, ab, bb = c(5, 5), c(5), c(5, 3), c(2, 4, 4), c(2, 4)
     solve = rlx.jit(rlx.nn.solve)
     for lhs, rhs, want in ((a, b, np.linalg.solve(a, b)), (a, bs, np.linalg.solve(a, bs)),
-                           (ab, bb, np.linalg.solve(ab, bb[..., None])[..., 0])):
+                           (ab, bb[..., None], np.linalg.solve(ab, bb[..., None]))):
         got = solve(lhs, rhs)
         assert got.dtype == dtype
         np.testing.assert_allclose(got, want, rtol=tol * 10, atol=tol * 10)
@@ -367,5 +367,21 @@ def test_complex_solves_match_numpy_and_torch_gradients(dtype):
     batched = rlx.vmap(rlx.nn.solve, in_axes=(None, 0))(a, np.stack([b, 2 * b]))
     np.testing.assert_allclose(batched[1], 2 * x, rtol=1e-3, atol=tol * 100)
     singular = np.stack([np.ones((4, 4), dtype), ab[1]])
-    out = solve(singular, bb)
+    out = solve(singular, bb[..., None])
     assert np.isnan(out[0]).all() and np.isfinite(out[1]).all()
+
+
+def test_solve_follows_numpy2_batching():
+    """numpy 2 / JAX's rule: ``b`` is one right-hand side only when 1-d (then shared by
+    every matrix of a batch), else ``[..., N, K]``; batch dims broadcast."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((3, 3, 3)) + 3 * np.eye(3)
+    for lhs, rhs in ((a, rng.standard_normal((3, 3))), (a, rng.standard_normal(3)),
+                     (a[0], rng.standard_normal((2, 3, 4))),
+                     (a[:, None], rng.standard_normal((2, 3, 2)))):
+        got = rlx.jit(rlx.nn.solve)(lhs, rhs)
+        want = np.linalg.solve(lhs, rhs)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+    with pytest.raises(rlx.RlxError, match=r"the batch dims of a \[3, 3, 3\] and b \[2, 3, 1\]"):
+        rlx.jit(rlx.nn.solve)(a, np.ones((2, 3, 1)))

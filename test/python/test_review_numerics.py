@@ -1,0 +1,125 @@
+"""Findings of a numerics review (attention masks, losses, activations, promotion, numpy
+protocol functions), each against torch, JAX or numpy."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import rlx_mlir as rlx
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_log1p_edges(dtype):
+    """-1 -> -inf, inf -> inf (the rounding correction was -inf * 0 and inf / inf)."""
+    x = np.array([-1.0, np.inf, 1e-10, 3.0, -0.5], dtype)
+    for got in (rlx.nn.log1p(x), rlx.jit(rlx.nn.log1p)(x)):
+        np.testing.assert_array_equal(got[:2], [-np.inf, np.inf])
+        np.testing.assert_allclose(got[2:], np.log1p(x[2:]), rtol=1e-6)
+
+
+def test_a_bool_bias_mask_keeps_keys_as_torch_sdpa():
+    """A boolean mask given as a bias keeps the keys where it is True (0, else -inf), as
+    ``F.scaled_dot_product_attention``'s ``attn_mask`` (it was added as 0/1)."""
+    q = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    mask = np.tril(np.ones((5, 5), bool))
+    tq = torch.tensor(q).reshape(2, 5, 2, 4).transpose(1, 2)
+    want = F.scaled_dot_product_attention(tq, tq, tq, attn_mask=torch.tensor(mask))
+    want = want.transpose(1, 2).reshape(2, 5, 8).numpy()
+    closed = rlx.jit(lambda q: rlx.nn.attention(q, q, q, 2, mask=mask, mask_kind="bias"))(q)
+    traced = rlx.jit(lambda q, m: rlx.nn.attention(q, q, q, 2, mask=m, mask_kind="bias"))(q, mask)
+    eager = rlx.nn.attention(q, q, q, 2, mask=np.broadcast_to(mask, (2, 2, 5, 5)).copy())
+    for got in (closed, traced, eager):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_over_every_element_and_gelu_spellings():
+    """``axis=None`` normalises over all elements (JAX); gelu takes torch's strings."""
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(rlx.nn.softmax(x, axis=None), F.softmax(
+        torch.tensor(x).reshape(-1), 0).reshape(2, 3).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(rlx.nn.log_softmax(x, axis=None).sum(), F.log_softmax(
+        torch.tensor(x).reshape(-1), 0).sum().item(), rtol=1e-6)
+    one = np.float32(1.0)
+    assert rlx.nn.gelu(one, "none") == pytest.approx(F.gelu(torch.tensor(1.0)).item(), 1e-6)
+    assert rlx.nn.gelu(one, "tanh") == pytest.approx(
+        F.gelu(torch.tensor(1.0), approximate="tanh").item(), 1e-6)
+    with pytest.raises(rlx.RlxError, match="approximate='exact' must be 'none' or 'tanh'"):
+        rlx.nn.gelu(one, "exact")
+
+
+def test_empty_constants_and_attention_cross_entropy_argument_errors():
+    """An empty numpy constant compiles (it crashed the constant hoisting); a zero head
+    count, empty sequences and rank-0 logits are located errors."""
+    empty = np.zeros(0, np.float32)
+    assert rlx.jit(lambda x: x + empty)(empty).shape == (0,)
+    assert rlx.jit(lambda x: rlx.nn.cross_entropy(x, np.zeros(0, np.int32), reduction="sum"))(
+        np.zeros((0, 3), np.float32)) == 0.0
+    q = RNG.standard_normal((1, 4, 4)).astype(np.float32)
+    none = np.zeros((1, 0, 4), np.float32)
+    for call, message in (
+            (lambda: rlx.nn.attention(q, q, q, 0), "num_heads must be a positive int, got 0"),
+            (lambda: rlx.nn.attention(q, none, none, 1), "empty sequences are not supported"),
+            (lambda: rlx.nn.cross_entropy(np.float32(1), np.int32(0)),
+             r"logits must be \[N, C\]")):
+        with pytest.raises(rlx.RlxError, match=message):
+            call()
+
+
+def test_division_keeps_half_precision_and_narrow_ints_promote_with_numpy_ints():
+    """``f16 / i32`` is f16 (as ``f16 * i32`` and JAX), an int tensor over a numpy f16 too;
+    an i8 tensor with a numpy int32 is i32 (numpy values are not weak in JAX), while a
+    Python int keeps i8; mixed integer concat widens."""
+    import jax.numpy as jnp
+
+    h, i = np.float16([1, 2, 3]), np.int32([3, 3, 3])
+    for f, args in ((lambda h, i: h / i, (h, i)), (lambda h, i: i / h, (h, i)),
+                    (lambda h, i: h / i, (h.astype(ml_dtypes.bfloat16), i)),
+                    (lambda h, i: i / np.float16(2), (h, i))):
+        got = rlx.jit(f)(*args)
+        want = f(*(jnp.asarray(a) for a in args))
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got.astype(np.float32), np.asarray(want, np.float32),
+                                   rtol=1e-2)
+    small = np.array([100, 1], np.int8)
+    wide = rlx.jit(lambda x: x + np.array([100, 100], np.int32))(small)
+    assert wide.dtype == np.int32 and wide.tolist() == [200, 101]
+    assert rlx.jit(lambda x: x + 1)(small).dtype == np.int8
+    both = rlx.jit(lambda a, b: rlx.nn.concat([a, b]))(np.array([1], np.int32),
+                                                      np.array([3], np.int64))
+    assert both.dtype == np.int64 and both.tolist() == [1, 3]
+
+
+def test_integer_norm_and_the_exponent_gradient_at_zero():
+    """``norm`` of integers squares in float (it wrapped in i32 to NaN); ``d(x ** e)/de``
+    is 0 at x = 0, as JAX's (it was 0 * -inf)."""
+    import jax
+
+    big = np.array([3, 4, 50000], np.int32)
+    assert rlx.jit(rlx.linalg.norm)(big) == pytest.approx(np.linalg.norm(big), rel=1e-6)
+    e, x = np.float32([2, 2, -1]), np.float32([0, 1, 2])
+    got = rlx.grad(lambda e, x: (x ** e).sum())(e, x)
+    np.testing.assert_allclose(got, jax.grad(lambda e, x: (x ** e).sum())(e, x), rtol=1e-6)
+    _, tangent = rlx.jvp(lambda e: x ** e, (e,), (np.ones(3, np.float32),))
+    np.testing.assert_allclose(tangent, got, rtol=1e-6)
+
+
+def test_numpy_protocol_functions_on_traced_tensors():
+    """``np.var/std`` (numpy's keyword order), ``np.any/all`` with ``axis``,
+    ``np.argmax`` and ``np.transpose`` / ``transpose(None)`` on traced tensors."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    f = rlx.jit(lambda t: (np.var(t), np.std(t, axis=0), np.any(t > 5, axis=1),
+                           np.all(t > -1), np.argmax(t), np.transpose(t), t.transpose(None),
+                           np.var(t, ddof=1, keepdims=True)))
+    wants = (np.var(x), np.std(x, axis=0), np.any(x > 5, axis=1), np.all(x > -1),
+             np.argmax(x), x.T, x.T, np.var(x, ddof=1, keepdims=True))
+    for got, want in zip(f(x), wants, strict=True):
+        assert np.shape(got) == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(rlx.RlxError, match="out= is not supported"):
+        rlx.jit(lambda t: t.var(out=np.zeros(())))(x)
