@@ -10,6 +10,7 @@ differentiate them and run them, then train a transformer language model nativel
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -42,6 +43,12 @@ def transformer_module() -> rlx.Builder:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=300, help="training steps of the LM")
+    parser.add_argument("--quick", action="store_true", help="30 training steps")
+    parser.add_argument("--out", type=Path, default=Path("char_lm_loss.png"),
+                        help="where the loss curve goes")
+    options = parser.parse_args()
     mlp = mlp_loss(batch=8, sizes=(16, 32, 4))
     banner("An MLP loss, built with rlx_mlir.Builder")
     print(mlp)
@@ -65,7 +72,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from train_char_lm import train
 
-    train(300, out=Path("char_lm_loss.png"))
+    train(30 if options.quick else options.steps, out=options.out)
 
 
 if __name__ == "__main__":

@@ -97,3 +97,15 @@ __all__ = [
     "tensordot", "verify", "view", "vmap", "while_loop",
 ]
 __version__ = "0.1.0"
+
+
+_LAZY_MODULES = ("testing", "progress", "models")
+"""Submodules loaded on first use (``rlx.testing.check_grads`` without an import)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        import importlib
+
+        return importlib.import_module(f"rlx_mlir.{name}")
+    raise AttributeError(f"module 'rlx_mlir' has no attribute '{name}'")

@@ -191,6 +191,10 @@ def getitem(x: Any, index: Any) -> Any:
                 x = x.builder.reshape(x, (*x.shape[:axis], int(np.prod(dims)),
                                           *x.shape[axis + len(dims):]))
             shape.extend(dims)
+        elif isinstance(item, str):
+            raise _error(f"cannot index a {x.dtype}{list(x.shape)} tensor with the string "
+                         f"{item!r}: a dict (or other pytree) was expected here -- are the "
+                         "function's arguments passed in the right order?")
         else:
             raise _error(f"unsupported index {item!r} while tracing")
         axis += 1

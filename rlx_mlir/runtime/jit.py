@@ -755,6 +755,9 @@ def compile(module_or_text: ModuleOp | str | Traced, entry: str | None = None) -
     With an ``entry``, only it and the functions it calls are compiled. Data constants
     (:mod:`rlx_mlir.runtime.hoist`) are not part of the cache key: a module that differs
     from a compiled one only in their values reuses its native code."""
+    from rlx_mlir.runtime import native
+
+    native.check_settings()  # a bad knob is an error even when the cache would hit
     module, text, entry, hidden = _module_and_text(module_or_text, entry)
     with _CACHE_LOCK:
         engine = _engine_for(module, text) if entry is None else _entry_engine(module, text, entry)

@@ -51,6 +51,11 @@ def _package_dir(name: str) -> pathlib.Path:
     return pathlib.Path(next(iter(module.__path__)))
 
 
+def check_settings() -> None:
+    """``RLX_CODEGEN_JOBS`` read and checked (an :class:`RlxError` naming it when bad)."""
+    int_setting("RLX_CODEGEN_JOBS", 0, maximum=MAX_JOBS)
+
+
 def codegen_jobs(text: str) -> int:
     """Parallel code-generation jobs (threads) for a module of this size: one per
     :data:`PART_BYTES`, at most the cores in use. ``RLX_CODEGEN_JOBS=N`` overrides (0 or

@@ -268,6 +268,9 @@ class RlxOptMain(xDSLOptMain):
                 action.help = argparse.SUPPRESS
             if "--verify-diagnostics" in action.option_strings:
                 action.help = VERIFY_DIAGNOSTICS_HELP
+            if "--passes" in action.option_strings:  # the stages below take -p too
+                names = ",".join([*self.passes, *STAGE_HOOKS])
+                action.help = f"Comma-separated pipeline (a{{opt=v}},b) of: {names}"
 
     def setup_pipeline(self):
         self.pipeline = PassPipeline(())
