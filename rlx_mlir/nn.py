@@ -171,12 +171,20 @@ def log1p(x: Tensor) -> Tensor:
 
 def floor(x: Tensor) -> Tensor:
     """The largest integer ``<= x`` (integers as they are); a zero gradient, as JAX's."""
+    _real_only("floor", x)
     return _floor(x) if x.dtype in REAL_FLOAT_DTYPES else x
 
 
 def ceil(x: Tensor) -> Tensor:
     """The smallest integer ``>= x``; a zero gradient."""
+    _real_only("ceil", x)
     return -_floor(-x) if x.dtype in REAL_FLOAT_DTYPES else x
+
+
+def _real_only(name: str, x: Tensor) -> None:
+    if x.dtype in ("c64", "c128"):
+        raise RlxError(f"{name}: complex numbers are not ordered (got {x.dtype}); apply it "
+                       "to .real and .imag", loc=loc_from_attr(_user_location()))
 
 
 def sign(x: Tensor) -> Tensor:
@@ -313,6 +321,8 @@ def where(cond: Tensor | np.ndarray, x: Tensor | float, y: Tensor | float) -> Te
 
             return np.where(np.asarray(cond, dtype=bool), _as_array(x), _as_array(y))
         cond = like.builder.constant(np.asarray(cond, dtype=bool))
+    if cond.dtype in ("c64", "c128"):
+        cond = cond != 0  # numpy's truth of a complex number
     tx, ty = _pair(x, y, like=cond)
     return _b(cond, tx, ty).where(cond, tx, ty)
 
@@ -642,6 +652,10 @@ def dropout(x: Tensor, rate: float, key: Tensor | int, training: bool = True) ->
     if isinstance(rate, Tensor) or isinstance(training, Tensor):
         raise RlxError("dropout: rate and training must be Python values (they choose the "
                        "program), not traced ones", loc=loc_from_attr(_user_location()))
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating, np.integer)) \
+            or not isinstance(training, (bool, np.bool_, int, np.integer)):
+        raise RlxError(f"dropout: rate must be a number and training a bool, got rate="
+                       f"{rate!r}, training={training!r}", loc=loc_from_attr(_user_location()))
     if not 0.0 <= rate <= 1.0:
         raise RlxError(f"dropout: rate must be in [0, 1], got {rate}",
                        loc=loc_from_attr(_user_location()))

@@ -142,7 +142,10 @@ def uniform(key: Any, shape: Sequence[int] | int = (), dtype: Any = "f32",
 
     scaled = u * (maxval - minval) + minval
     # rounding can reach maxval itself (u = 1 - 2^-24 with [1, 2)): that draw is minval
-    return nn.where(scaled < maxval, scaled, minval)
+    out = nn.where(scaled < maxval, scaled, minval)
+    if isinstance(out, np.ndarray) and isinstance(u, np.ndarray) and out.dtype != u.dtype:
+        out = out.astype(u.dtype)  # numpy f64 bounds do not widen the dtype asked for
+    return out
 
 
 def normal(key: Any, shape: Sequence[int] | int = (), dtype: Any = "f32") -> Tensor:
@@ -151,7 +154,20 @@ def normal(key: Any, shape: Sequence[int] | int = (), dtype: Any = "f32") -> Ten
 
 
 def bernoulli(key: Any, p: float = 0.5, shape: Sequence[int] | int = ()) -> Tensor:
-    """Booleans, true with probability ``p`` (``jax.random.bernoulli``)."""
+    """Booleans, true with probability ``p`` (``jax.random.bernoulli``); ``p`` broadcasts
+    to ``shape``."""
+    p_shape = p.shape if isinstance(p, Tensor) else np.shape(p)
+    dims = _dims(shape)
+    try:
+        fits = np.broadcast_shapes(p_shape, dims) == tuple(dims)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RlxError(f"bernoulli: p of shape {list(p_shape)} does not broadcast to shape "
+                       f"{list(dims)}", loc=loc_from_attr(_user_location()))
+    if not isinstance(p, Tensor) and np.asarray(p).dtype.kind not in "fiub":
+        raise RlxError(f"bernoulli: p must be a number or a float array, got {p!r}",
+                       loc=loc_from_attr(_user_location()))
     return _sample("rng_uniform", key, shape, "f32") < p
 
 
@@ -187,6 +203,10 @@ def categorical(key: Any, logits: Any, axis: int = -1) -> Tensor | np.ndarray:
         raise RlxError(f"categorical: axis {axis} is out of range for logits of shape "
                        f"{list(shape)}", loc=loc_from_attr(_user_location()))
     u = uniform(key, shape, "f64" if dtype in ("f64", "float64") else "f32")
+    tiny = np.finfo(np.float64 if dtype in ("f64", "float64") else np.float32).tiny
+    # u = 0 (2^-24 a draw) would give -inf noise: a class of logit -inf could win. JAX
+    # draws from [tiny, 1) for the same reason.
+    u = np.maximum(u, tiny) if isinstance(u, np.ndarray) else nn.maximum(u, tiny)
     scores = logits + (-np.log(-np.log(u)) if isinstance(u, np.ndarray)
                        else -nn.log(-nn.log(u)))
     if isinstance(scores, Tensor):

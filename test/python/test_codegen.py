@@ -278,6 +278,40 @@ def test_per_head_attention_matmuls_are_not_packed():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("m", [1, 3])
+def test_a_matrix_vector_product_streams_the_weight_rows(m):
+    """A product of fewer than 4 rows with a weight past the caches (a decode step) gets
+    the streaming schedule: columns over the threads, ``k`` outer; numbers as numpy's."""
+    k, n = 2048, 2048
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    (got,) = jit_compile(matmul_module(m, k, n), entry="mm")(x, w)
+    assert schedules.LAST_COUNTS.get("matmul_skinny") == 1
+    np.testing.assert_allclose(got, x @ w, rtol=1e-4, atol=1e-3)
+
+
+def test_a_vector_times_a_transposed_weight_reads_the_weight_rows():
+    """``x @ w.T`` of one row with a PyTorch-layout weight ``[N, K]`` stays a row
+    reduction over ``w``'s contiguous rows: no transpose of the weight is left (it copied
+    all of it per call), and the value and both gradients are numpy's."""
+    k, n = 512, 1024
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    fn = rlx.jit(lambda x, w: x @ w.T)
+    texts = stage_texts(fn.lower(x, w).module)
+    assert "linalg.transpose" not in texts["contractions"]
+    assert "linalg.matmul" not in texts["contractions"]
+    assert "#linalg.iterator_type<reduction>" in texts["contractions"] or \
+        '"reduction"' in texts["contractions"]
+    np.testing.assert_allclose(fn(x, w), x @ w.T, rtol=1e-4, atol=1e-3)
+    g = np.random.default_rng(13).standard_normal((1, n)).astype(np.float32)
+    gx, gw = rlx.grad(lambda x, w: ((x @ w.T) * g).sum(), argnums=(0, 1))(x, w)
+    np.testing.assert_allclose(gx, g @ w, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(gw, g.T @ x, rtol=1e-4, atol=1e-3)
+
+
 def test_summed_broadcast_product_is_a_matmul():
     """``(x[:, :, None] * y[None]).sum(1)``: the reduction is generalized before fusion, the
     product fuses into it, and the contraction rewrite makes it a matmul (before: a

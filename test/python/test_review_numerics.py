@@ -123,3 +123,25 @@ def test_numpy_protocol_functions_on_traced_tensors():
         np.testing.assert_allclose(got, want, rtol=1e-6)
     with pytest.raises(rlx.RlxError, match="out= is not supported"):
         rlx.jit(lambda t: t.var(out=np.zeros(())))(x)
+
+
+def test_complex_truth_floor_and_random_argument_checks():
+    """``where`` on a complex condition is ``z != 0`` natively too (it crashed the
+    lowering); ``floor``/``ceil`` refuse complex (they returned it unchanged); ``uniform``
+    keeps the dtype asked for with numpy f64 bounds; ``bernoulli`` checks ``p`` against
+    ``shape``; categorical never draws a class of logit -inf (u = 0 gave -inf noise)."""
+    z = np.array([0j, 1j, 1.5 - 2j], np.complex64)
+    np.testing.assert_array_equal(rlx.jit(lambda v: rlx.nn.where(v, 1.0, 0.0))(z), [0, 1, 1])
+    for call in (lambda: rlx.nn.floor(z), lambda: rlx.jit(rlx.nn.ceil)(z)):
+        with pytest.raises(rlx.RlxError, match="complex numbers are not ordered"):
+            call()
+    assert rlx.random.uniform(1, (3,), "f32", maxval=np.float64(10)).dtype == np.float32
+    with pytest.raises(rlx.RlxError, match=r"p of shape \[2, 3\] does not broadcast to shape \[3\]"):
+        rlx.random.bernoulli(0, np.full((2, 3), 0.5), (3,))
+    assert rlx.random.bernoulli(0, np.array([0.1, 0.9, 0.5]), (4, 3)).shape == (4, 3)
+    with pytest.raises(rlx.RlxError, match="rate must be a number and training a bool"):
+        rlx.nn.dropout(np.ones(3, np.float32), "0.5", 0)
+    # the row whose uniform draw is exactly 0 (found by the reviewer): class 0 is -inf
+    logits = np.repeat([[-np.inf, 0.0]], 8203904, 0).astype(np.float32)
+    assert rlx.random.uniform(0, (8203904, 2))[8203903, 1] == 0.0
+    assert rlx.random.categorical(0, logits)[8203903] == 1
