@@ -746,7 +746,7 @@ def _schedule_matmul(i: int, op, info: OpInfo, threads: int) -> Fragment:
     m, n, k = info.ranges
     nested_in_cache = op.parent.name != "func.func" and m * k + k * n <= NESTED_UNPACKED_MAX
     if m < MR and n % NR == 0 and k * n >= SKINNY_MIN_WEIGHTS and not nested_in_cache \
-            and not _has_custom_maps(op):
+            and not ("indexing_maps" in op.attributes and _has_custom_maps(op)):
         return Fragment(_skinny_matmul_fragment(i, info, threads), "matmul_skinny")
     if 2 * m * n * k >= PACK_MIN_FLOPS and m >= 4 and n >= 16 and not nested_in_cache:
         packed = _packed_matmul_fragment(i, info, threads, _zero_filled_init(op),

@@ -291,6 +291,20 @@ def test_a_matrix_vector_product_streams_the_weight_rows(m):
     np.testing.assert_allclose(got, x @ w, rtol=1e-4, atol=1e-3)
 
 
+def test_a_dequantized_decode_step_streams_too():
+    """A matmul made by the contractions rewrite (no indexing_maps attribute: reading it
+    failed the schedule stage) at one row: int8 weights decoded, then streamed."""
+    k, n = 2048, 2048
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    w_q = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    scale = rng.uniform(0.01, 0.02, (k // 32, n)).astype(np.float32)
+    got = rlx.jit(lambda x: rlx.quant.dequant_matmul(x, w_q, scale, block_size=32))(x)
+    w = (w_q.reshape(k // 32, 32, n) * scale[:, None].astype(np.float64)).reshape(k, n)
+    np.testing.assert_allclose(got, x @ w, rtol=1e-4, atol=1e-3)
+    assert schedules.LAST_COUNTS.get("matmul_skinny") == 1
+
+
 def test_a_vector_times_a_transposed_weight_reads_the_weight_rows():
     """``x @ w.T`` of one row with a PyTorch-layout weight ``[N, K]`` stays a row
     reduction over ``w``'s contiguous rows: no transpose of the weight is left (it copied
