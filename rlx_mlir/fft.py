@@ -136,10 +136,14 @@ def irfft(x: Tensor, n: int | None = None, axis: int = -1, norm: str | None = No
 def _axes(caller: str, x: Tensor, s: Any, axes: Any) -> tuple[list[int], list[int | None]]:
     """numpy's ``s``/``axes`` of the n-d transforms: the axes (default: the last
     ``len(s)``, or all) and a length per axis (None: as it is)."""
+    if s is not None and not isinstance(s, (list, tuple, range, np.ndarray)):
+        raise _error(f"{caller}: s must be a sequence of lengths (one per axis), got {s!r}")
     if axes is None:
         axes = list(range(-len(s), 0)) if s is not None else list(range(x.ndim))
     if isinstance(_integer(axes), int):
         axes = [axes]
+    if isinstance(axes, np.ndarray) and axes.ndim == 1 and axes.dtype.kind in "iu":
+        axes = axes.tolist()  # numpy and JAX take an array of axes
     if not isinstance(axes, (list, tuple, range)):
         raise _error(f"{caller}: axes must be an int or a sequence of ints, got {axes!r}")
     axes = [_axis(_integer(a), x.ndim, caller) for a in axes]
@@ -190,9 +194,14 @@ def ifftshift(x: Tensor, axes: Any = None) -> Tensor:
 
 
 def _rolled(x: Tensor, axes: Any, shift_of: Callable[[int], int], caller: str) -> Tensor:
+    if isinstance(x, (np.ndarray, np.generic)):  # numpy data inside a trace: numpy's shift
+        shifted = np.fft.fftshift if caller == "fftshift" else np.fft.ifftshift
+        return shifted(np.asarray(x), axes=axes)
     if not isinstance(x, Tensor):
         raise _error(f"{caller}: expected a tensor or numpy array, got {type(x).__name__}")
     axes = range(x.ndim) if axes is None else [axes] if isinstance(_integer(axes), int) else axes
+    if not isinstance(axes, (list, tuple, range)):
+        raise _error(f"{caller}: axes must be an int or a sequence of ints, got {axes!r}")
     for a in (_axis(_integer(a), x.ndim, caller) for a in axes):
         n = x.shape[a]
         shift = shift_of(n) % n if n else 0

@@ -111,7 +111,11 @@ def _sample(op: str, key: Any, shape: Any, dtype: Any) -> Tensor | np.ndarray:
 
 
 def _check_bound(name: str, bound: Any, dims: tuple[int, ...]) -> None:
-    """A bound must broadcast to the sample shape (as in ``jax.random.uniform``)."""
+    """A bound must be a number or float array broadcasting to the sample shape (as in
+    ``jax.random.uniform``)."""
+    if not isinstance(bound, Tensor) and np.asarray(bound).dtype.kind not in "fiu":
+        raise RlxError(f"uniform: {name} must be a number or a float array, got {bound!r}",
+                       loc=loc_from_attr(_user_location()))
     bound_shape = bound.shape if isinstance(bound, Tensor) else np.shape(bound)
     try:
         fits = np.broadcast_shapes(dims, bound_shape) == dims
@@ -199,6 +203,9 @@ def categorical(key: Any, logits: Any, axis: int = -1) -> Tensor | np.ndarray:
         raise RlxError(f"categorical takes real logits; got {dtype}",
                        loc=loc_from_attr(_user_location()))
     shape = logits.shape if isinstance(logits, Tensor) else np.shape(logits)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise RlxError(f"categorical: axis must be an int, got {axis!r}",
+                       loc=loc_from_attr(_user_location()))
     if not -len(shape) <= axis < max(len(shape), 1) or not shape:
         raise RlxError(f"categorical: axis {axis} is out of range for logits of shape "
                        f"{list(shape)}", loc=loc_from_attr(_user_location()))

@@ -48,6 +48,8 @@ def _scalar_item(item: Any) -> Any:
     if isinstance(item, list):
         raise _error("a list inside an index is not supported (as in JAX); use a numpy "
                      "array")
+    if isinstance(item, Tensor) and item.dtype == "i8":
+        return item.astype("i32")  # x[i8] works, so does x[:, i8]
     if isinstance(item, Tensor) and item.dtype not in ("i32", "i64"):
         raise _error(f"a traced index must be an integer tensor, got {item.dtype}")
     return item

@@ -211,10 +211,22 @@ def parse_pass_spec(passes: Mapping[str, Callable[[], type[ModulePass]]],
         hint = _pass_hint(name, [*passes, *STAGE_HOOKS])
         raise RlxError(f"invalid pass specification '{stage}': Unrecognized passes: "
                        f"['{name}']{hint}")
+    _refuse_repeated_options(stage)
     try:
         return PassPipeline.parse_spec(passes, stage)
     except (Exception, ArgSpecParseError) as e:  # ArgSpecParseError is a BaseException
         raise RlxError(f"invalid pass specification '{stage}': {_spec_reason(e)}") from None
+
+
+def _refuse_repeated_options(stage: str) -> None:
+    """An option given twice (``autodiff{wrt=x wrt=w}``) is an error, not last-wins."""
+    body = stage[stage.find("{") + 1: stage.rfind("}")] if "{" in stage else ""
+    body = re.sub(r'"[^"]*"', '""', body)  # quoted values may hold anything
+    names = re.findall(r"(?:^|\s)([\w-]+)\s*=", body)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise RlxError(f"invalid pass specification '{stage}': option "
+                       f"{', '.join(repr(n) for n in twice)} given more than once")
 
 
 def _spec_reason(error: BaseException) -> str:

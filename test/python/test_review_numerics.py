@@ -145,3 +145,25 @@ def test_complex_truth_floor_and_random_argument_checks():
     logits = np.repeat([[-np.inf, 0.0]], 8203904, 0).astype(np.float32)
     assert rlx.random.uniform(0, (8203904, 2))[8203903, 1] == 0.0
     assert rlx.random.categorical(0, logits)[8203903] == 1
+
+
+def test_fft_random_and_index_argument_handling():
+    """fftn's ``s`` must be a sequence and ``axes`` may be a numpy array; fftshift of numpy
+    data inside a trace is numpy's; categorical/uniform reject bad axes and bounds; an i8
+    traced index works inside a tuple as alone."""
+    x = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+    np.testing.assert_allclose(rlx.fft.fftn(x, axes=np.array([0, 1])), np.fft.fftn(x),
+                               rtol=1e-4, atol=1e-4)
+    shifted = rlx.jit(lambda s: rlx.fft.fftshift(x) * s)(np.float32(2))
+    np.testing.assert_allclose(shifted, np.fft.fftshift(x) * 2)
+    logits = np.zeros((2, 3), np.float32)
+    for call, message in (
+            (lambda: rlx.fft.fftn(x, s=3), "s must be a sequence of lengths"),
+            (lambda: rlx.fft.fftshift(x, axes=1.0), "axes must be an int or a sequence"),
+            (lambda: rlx.random.categorical(0, logits, axis=None), "axis must be an int"),
+            (lambda: rlx.random.uniform(0, (3,), minval="a"), "minval must be a number")):
+        with pytest.raises(rlx.RlxError, match=message):
+            call()
+    table = np.arange(12, dtype=np.float32).reshape(3, 4)
+    picked = rlx.jit(lambda t, i: t[:, i])(table, np.array([1, 3], np.int8))
+    np.testing.assert_array_equal(picked, table[:, [1, 3]])
