@@ -469,10 +469,13 @@ class Tensor:
         (``np.var(t)`` works too)."""
         _no_out("var", out)
         x = self.astype(dtype) if dtype is not None else self
-        x = x.astype("f32") if x.dtype not in FLOAT_DTYPES else x
+        complex_ = x.dtype in COMPLEX_DTYPES  # numpy: the real mean of |z - mean|^2
+        x = x.astype("f32") if x.dtype not in FLOAT_DTYPES and not complex_ else x
         centred = x - x.mean(axis, keepdims=True)
+        squares = centred.real * centred.real + centred.imag * centred.imag if complex_ \
+            else centred * centred
         count = int(np.prod([x.shape[a] for a in _axes_of(axis, x.ndim)]))
-        out = (centred * centred).sum(axis, keepdims=keepdims) / float(max(count - ddof, 0))
+        out = squares.sum(axis, keepdims=keepdims) / float(max(count - ddof, 0))
         return out.astype(self.dtype) if self.dtype in HALF_DTYPES else out  # one rounding
 
     def std(self, axis: Any = None, dtype: Any = None, out: None = None, ddof: int = 0,

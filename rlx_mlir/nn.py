@@ -166,6 +166,8 @@ def log1p(x: Tensor) -> Tensor:
 
     >>> rlx.nn.log1p(np.float32(1e-10))                     # doctest: +SKIP
     """
+    if isinstance(x, Tensor) and x.dtype in ("c64", "c128"):
+        return log(1.0 + x)  # complex: numpy's value (without the small-|x| refinement)
     return _log1p(x)
 
 
@@ -182,13 +184,18 @@ def ceil(x: Tensor) -> Tensor:
 
 
 def _real_only(name: str, x: Tensor) -> None:
-    if x.dtype in ("c64", "c128"):
+    if isinstance(x, Tensor) and x.dtype in ("c64", "c128"):
         raise RlxError(f"{name}: complex numbers are not ordered (got {x.dtype}); apply it "
                        "to .real and .imag", loc=loc_from_attr(_user_location()))
 
 
 def sign(x: Tensor) -> Tensor:
-    """-1, 0 or 1 in ``x``'s dtype (NaN stays NaN); a zero gradient, as JAX's."""
+    """-1, 0 or 1 in ``x``'s dtype (NaN stays NaN); a zero gradient, as JAX's. Complex:
+    ``z / |z|`` (0 at 0), as numpy 2's."""
+    if isinstance(x, Tensor) and x.dtype in ("c64", "c128"):
+        magnitude = abs(x)
+        unit = x / where(magnitude == 0, 1.0, magnitude).astype(x.dtype)
+        return stop_gradient(where(magnitude == 0, x * 0, unit))
     signs = where(x > 0, 1, where(x < 0, -1, x * 0))
     return stop_gradient(signs)
 
@@ -196,6 +203,7 @@ def sign(x: Tensor) -> Tensor:
 def clip(x: Tensor, lower: Tensor | float | None = None,
          upper: Tensor | float | None = None) -> Tensor:
     """``np.clip``: ``min(max(x, lower), upper)`` (either bound may be None)."""
+    _real_only("clip", x)
     if lower is not None:
         x = maximum(x, lower)
     return x if upper is None else minimum(x, upper)
@@ -225,18 +233,21 @@ def softplus(x: Tensor) -> Tensor:
 
     >>> rlx.nn.softplus(z)                                       # doctest: +SKIP
     """
+    _real_only("softplus", x)
     positive = x + _log1p(exp(-maximum(x, 0.0)))
     return where(x > 0, positive, _log1p(exp(minimum(x, 0.0))))
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
     """``x`` if ``x >= 0`` else ``negative_slope * x`` (jax.nn's default slope)."""
+    _real_only("leaky_relu", x)
     return where(x >= 0, x, x * negative_slope)
 
 
 def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
     """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)`` (the exp only of ``min(x, 0)``,
     so a large x does not overflow the unused branch)."""
+    _real_only("elu", x)
     return where(x > 0, x, (exp(minimum(x, 0.0)) - 1.0) * alpha)
 
 

@@ -167,3 +167,19 @@ def test_fft_random_and_index_argument_handling():
     table = np.arange(12, dtype=np.float32).reshape(3, 4)
     picked = rlx.jit(lambda t, i: t[:, i])(table, np.array([1, 3], np.int8))
     np.testing.assert_array_equal(picked, table[:, [1, 3]])
+
+
+def test_complex_sign_log1p_variance_and_unordered_activations():
+    """numpy 2's ``sign(z) = z / |z|`` and complex ``log1p``; ``var``/``std`` of complex
+    data are real (the mean of ``|z - mean|^2``); ordered activations name themselves."""
+    z = np.array([0j, 3 + 4j, -1e-8 + 2e-8j, -2 + 0j], np.complex64)
+    np.testing.assert_allclose(rlx.jit(rlx.nn.sign)(z), np.sign(z), atol=1e-6)
+    np.testing.assert_allclose(rlx.jit(rlx.nn.log1p)(z[1:]), np.log1p(z[1:]), rtol=1e-5)
+    c = (RNG.standard_normal((3, 4)) + 1j * RNG.standard_normal((3, 4))).astype(np.complex64)
+    got = rlx.jit(lambda t: (t.var(), t.std(axis=0), t.var(axis=1, ddof=1)))(c)
+    for g, w in zip(got, (np.var(c), np.std(c, axis=0), np.var(c, axis=1, ddof=1)), strict=True):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+    for name in ("softplus", "leaky_relu", "elu"):
+        with pytest.raises(rlx.RlxError, match=f"{name}: complex numbers are not ordered"):
+            getattr(rlx.nn, name)(z)
