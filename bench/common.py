@@ -6,7 +6,9 @@ pulling in another peer's library.
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -195,3 +197,23 @@ def fingerprint(outputs: list[np.ndarray]) -> dict[str, Any]:
 def emit_result(payload: dict[str, Any]) -> None:
     """Print the worker's result as the one marked JSON line the driver parses."""
     print(RESULT_MARKER + json.dumps(payload), flush=True)
+
+
+def shapes_and_threads(doc: str, default_shapes: list[str]) -> argparse.Namespace:
+    """``--shapes`` and ``--threads`` of a side-by-side script (``bench/moe.py``,
+    ``bench/quant.py``), the thread count applied to rlx, JAX and torch before their first
+    use.
+
+    >>> args = shapes_and_threads(__doc__, ["16x4096x4096"])   # doctest: +SKIP
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--shapes", nargs="+", default=default_shapes)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    os.environ["RLX_NUM_THREADS"] = str(args.threads)
+    os.environ["XLA_FLAGS"] = (f"--xla_cpu_multi_thread_eigen={args.threads > 1} "
+                               f"intra_op_parallelism_threads={args.threads}")
+    import torch
+
+    torch.set_num_threads(args.threads)
+    return args

@@ -15,7 +15,6 @@ numpy first.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import median_call_s  # noqa: E402
+from common import median_call_s, shapes_and_threads  # noqa: E402
 
 DEFAULT_SHAPES = ["1x4096x4096", "16x4096x4096", "256x1024x1024"]
 SCHEMES = ("f32", "int8", "int4", "fp8")
@@ -124,16 +123,7 @@ def jax_calls(p: dict[str, np.ndarray]) -> dict[str, Callable]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES)
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    os.environ["RLX_NUM_THREADS"] = str(args.threads)
-    os.environ["XLA_FLAGS"] = (f"--xla_cpu_multi_thread_eigen={args.threads > 1} "
-                               f"intra_op_parallelism_threads={args.threads}")
-    import torch
-
-    torch.set_num_threads(args.threads)
+    args = shapes_and_threads(__doc__, DEFAULT_SHAPES)
     peers = {"rlx": rlx_calls, "torch": torch_calls, "jax": jax_calls}
     print(f"{args.threads} threads, median ms per call: " + " / ".join(SCHEMES))
     for shape in args.shapes:
