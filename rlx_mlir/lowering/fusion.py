@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-FUSION_VERSION = "fuse-remat-v4"
+FUSION_VERSION = "fuse-remat-v5"
 CHEAP_OPS = frozenset({"arith.addf", "arith.subf", "arith.mulf", "arith.negf",
                        # widening an integer (the bytes of quantized weights, read by
-                       # one table lookup per nibble) costs less than its wide copy
-                       "arith.extsi", "arith.extui", "arith.addi", "arith.subi"})
+                       # one decode per nibble) costs less than its wide copy
+                       "arith.extsi", "arith.extui", "arith.addi", "arith.subi",
+                       "arith.sitofp", "arith.uitofp"})
 MAX_CHEAP_OPS = 2
 
 

@@ -37,12 +37,20 @@ func.func @int_ops(%x: tensor<2x3x4xi32>, %y: tensor<3x1xi32>) -> (tensor<2x3x4x
 }
 
 // Exact gelu uses erf (for f32 the emitter's rational approximation on [-4, 4]); round is
-// math.round (half away from zero, exactly).
+// half away from zero, exactly: trunc(x), plus copysign(1, x) where |x - trunc(x)| >= 0.5
+// (math.round has no x86 instruction: LLVM called roundf per lane).
 // CHECK-LABEL: func.func @activations
 // CHECK: arith.constant -4.000000e+00 : f32
 // CHECK: arith.constant -7.90531111 : f32
 // CHECK: math.absf
-// CHECK: math.round
+// CHECK: %[[T:.*]] = math.trunc %[[X:[a-z0-9_]+]] : f32
+// CHECK: %[[D:.*]] = arith.subf %[[X]], %[[T]] : f32
+// CHECK: %[[A:.*]] = math.absf %[[D]] : f32
+// CHECK: %[[AWAY:.*]] = arith.cmpf oge, %[[A]], %{{.*}} : f32
+// CHECK: %[[ONE:.*]] = math.copysign %{{.*}}, %[[X]] : f32
+// CHECK: %[[UP:.*]] = arith.addf %[[T]], %[[ONE]] : f32
+// CHECK: arith.select %[[AWAY]], %[[UP]], %[[T]] : f32
+// CHECK-NOT: math.round
 // CHECK: arith.maximumf
 // f32 erf and tanh are vectorized rational approximations: no libm call; their
 // polynomials are evaluated one vector FMA per Horner step.
@@ -73,7 +81,8 @@ func.func @compare_where(%a: tensor<3x4xf32>, %b: tensor<4xf32>, %s: tensor<f32>
 
 // float -> int rounds half away from zero before fptosi; bool -> float is unsigned.
 // CHECK-LABEL: func.func @casts
-// CHECK: math.round
+// CHECK: math.trunc
+// CHECK: math.copysign
 // CHECK: arith.fptosi %{{.*}} : f32 to i32
 // CHECK: arith.cmpf une
 // CHECK: arith.uitofp %{{.*}} : i1 to f64
