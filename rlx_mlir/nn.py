@@ -22,7 +22,7 @@ import numpy as np
 from rlx_mlir.builder import Builder, Tensor, _floor, _user_location, innermost
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
 from rlx_mlir.dialects.base import NUMPY_DTYPES as _NUMPY_OF
-from rlx_mlir.dialects.base import REAL_FLOAT_DTYPES
+from rlx_mlir.dialects.base import COMPLEX_DTYPES, FLOAT_DTYPES, REAL_FLOAT_DTYPES
 
 
 def _b(*xs: Tensor | None) -> Builder:
@@ -629,8 +629,12 @@ def _scaled(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
 def solve(a: Tensor, b: Tensor) -> Tensor:
     """``x`` with ``a @ x = b`` (``jnp.linalg.solve``, numpy 2's rule): ``a [..., N, N]``,
     ``b [N]`` (one right-hand side for every matrix) or ``[..., N, K]``, the batch dims
-    broadcast; an exactly singular ``a`` gives NaN."""
+    broadcast; integer and bool operands solve in f32. An ``a`` whose elimination meets
+    an all-zero pivot column gives NaN; rounding can leave a tiny pivot in a matrix that
+    is singular in exact arithmetic instead, which gives huge values (as ``jnp``)."""
     a, b = _pair(a, b)
+    if not {a.dtype, b.dtype} & {*FLOAT_DTYPES, *COMPLEX_DTYPES}:
+        a, b = a.astype("f32"), b.astype("f32")
     where = loc_from_attr(_user_location())
     if a.ndim < 2 or b.ndim < 1:
         raise RlxError(f"solve: a must be [..., N, N] and b [N] or [..., N, K], got "
@@ -1168,8 +1172,8 @@ def _same_shapes(caller: str, expected: dict, given: dict) -> None:
 
 
 def _eager(fn):
-    """``fn`` that, called outside any trace on numpy arrays only (no traced tensor), runs
-    on them at once as JAX's eager ops do: traced alone and run by the reference
+    """``fn`` that, called on numpy arrays or Python numbers only (no traced tensor), runs
+    on them at once as JAX's eager ops do (inside a trace too: its result is a constant): traced alone and run by the reference
     interpreter (no compile). The first array is the traced argument; the other
     arguments (arrays too) enter as they would inside a trace, so ``layer_norm(x,
     np.ones(3), np.zeros(3))`` behaves the same eagerly and traced.
@@ -1177,14 +1181,16 @@ def _eager(fn):
     >>> rlx.nn.softmax(np.array([1.0, 2.0], np.float32))  # doctest: +SKIP
     array([0.26894143, 0.7310586 ], dtype=float32)
     """
+    params = list(inspect.signature(fn).parameters)
+    scalars = (int, float, builtins.complex) if params[:1] == ["xs"] else \
+        (int, float, builtins.complex, list, tuple)  # concat / stack take lists of arrays
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        from rlx_mlir.frontend.tracing import _active
-
-        if _active() or _has_tensor((args, kwargs)):
-            return fn(*args, **kwargs)
-        if args and isinstance(args[0], (int, float)) and not isinstance(args[0], bool):
-            from rlx_mlir.frontend.tracing import _as_array  # relu(3.0): f32, as JAX
+        if _has_tensor((args, kwargs)):
+            return fn(*args, **kwargs)  # inside a trace without one: constants, folded now
+        if args and isinstance(args[0], scalars) and not isinstance(args[0], bool):
+            from rlx_mlir.frontend.tracing import _as_array  # relu(3.0): f32, conj(1j): c64
 
             args = (_as_array(args[0]), *args[1:])
         arrays, rebuild = _array_slots((args, kwargs))

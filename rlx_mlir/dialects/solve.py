@@ -79,7 +79,8 @@ class SolveOp(RlxOp):
 class DenseSolveOp(SolveOp):
     """``X = solve(A, B)``: ``A [N, N]``, ``B [N]`` or ``[N, K]``, X shaped like B.
 
-    An exactly singular A gives an all-NaN X.
+    An A whose elimination meets an all-zero pivot column gives an all-NaN X (a tiny
+    pivot left by rounding gives huge values, as LAPACK's getrs).
 
     Example::
 
@@ -93,7 +94,7 @@ class DenseSolveOp(SolveOp):
 class BatchedDenseSolveOp(SolveOp):
     """Independent solves per batch slice: ``A [Bt, N, N]``, ``B [Bt, N]`` or ``[Bt, N, K]``.
 
-    An exactly singular slice gives NaN in that slice only.
+    A slice whose elimination meets an all-zero pivot column gives NaN in that slice only.
 
     Example::
 
@@ -108,34 +109,52 @@ class BatchedDenseSolveOp(SolveOp):
 
 
 def solve_or_nan(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``numpy.linalg.solve`` where a rank-1 (per slice) ``b`` is one column and an exactly
-    singular slice gives NaN.
+    """``x`` with ``a @ x = b`` (a rank-1 (per slice) ``b`` is one column), by the compiled
+    kernel's own LU, operation for operation, so the interpreter and native code agree:
+    partial pivoting on the first largest ``|a[i, k]|`` (``|re| + |im|`` for complex),
+    multipliers ``a[i, k] / a[k, k]``, then back substitution summing left to right. A
+    slice whose elimination meets an all-zero pivot column gives NaN; rounding can leave a
+    tiny pivot in a matrix singular in exact arithmetic instead, which (as with LAPACK's
+    ``getrs``) gives huge values.
 
     >>> solve_or_nan(np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([5.0, 10.0]))
     array([1., 3.])
     >>> solve_or_nan(np.ones((2, 2)), np.ones(2))
     array([nan, nan])
     """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _lu_solve(a, b)
+
+
+def _lu_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     vector = b.ndim == a.ndim - 1
-    cols = b[..., None] if vector else b
-    try:
-        x = np.linalg.solve(a, cols)
-    except np.linalg.LinAlgError:
-        x = _per_slice(a, cols)
+    n = a.shape[-1]
+    u = np.array(a, copy=True)
+    x = np.array(b[..., None] if vector else b, copy=True)
+    singular = np.zeros(a.shape[:-2], bool)
+    for k in range(n):
+        size = np.abs(u[..., k:, k].real) + np.abs(u[..., k:, k].imag) \
+            if np.iscomplexobj(u) else np.abs(u[..., k:, k])
+        p = k + np.argmax(size, axis=-1)[..., None, None]
+        singular |= size.max(axis=-1, initial=0) == 0
+        _swap_rows(u, k, p)
+        _swap_rows(x, k, p)
+        factor = u[..., k + 1:, k:k + 1] / u[..., k:k + 1, k:k + 1]
+        u[..., k + 1:, k + 1:] -= factor * u[..., k:k + 1, k + 1:]
+        x[..., k + 1:, :] -= factor * x[..., k:k + 1, :]
+    for i in range(n - 1, -1, -1):
+        terms = u[..., i, i + 1:, None] * x[..., i + 1:, :]
+        rest = np.cumsum(terms, axis=-2)[..., -1, :] if i < n - 1 else 0.0
+        x[..., i, :] = (x[..., i, :] - rest) / u[..., i, i, None]
+    x[singular] = np.nan
     return x[..., 0] if vector else x
 
 
-def _per_slice(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    n, k = b.shape[-2:]
-    slices = zip(a.reshape(-1, n, n), b.reshape(-1, n, k), strict=True)
-    return np.stack([_solve_one(p, q) for p, q in slices]).reshape(b.shape)
-
-
-def _solve_one(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    try:
-        return np.linalg.solve(a, b)
-    except np.linalg.LinAlgError:
-        return np.full(b.shape, np.nan, b.dtype)
+def _swap_rows(t: np.ndarray, k: int, p: np.ndarray) -> None:
+    """Rows ``k`` and ``p`` (per slice) of ``t [..., N, K]`` exchanged in place."""
+    rows = np.take_along_axis(t, np.broadcast_to(p, (*t.shape[:-2], 1, t.shape[-1])), -2)
+    np.put_along_axis(t, np.broadcast_to(p, rows.shape), t[..., k:k + 1, :].copy(), -2)
+    t[..., k:k + 1, :] = rows
 
 
 @INTERPRET.register(DenseSolveOp, BatchedDenseSolveOp)

@@ -183,3 +183,65 @@ def test_complex_sign_log1p_variance_and_unordered_activations():
     for name in ("softplus", "leaky_relu", "elu"):
         with pytest.raises(rlx.RlxError, match=f"{name}: complex numbers are not ordered"):
             getattr(rlx.nn, name)(z)
+
+
+# ---------------------------------------------------------------- review: linalg / complex
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_and_interpreted_solves_agree_bit_for_bit(dtype):
+    """The interpreter runs the compiled kernel's LU operation for operation: a matrix
+    singular in exact arithmetic ([[1, 2, 3], [4, 5, 6], [7, 8, 9]]: rounding leaves a tiny
+    pivot) gave +-4.5e15 natively but NaN eagerly (numpy's LAPACK met an exact 0)."""
+    rng = np.random.default_rng(3)
+    cases = [(np.arange(1.0, 10.0).reshape(3, 3), np.array([1.0, 0.0, 0.0])),
+             (rng.standard_normal((4, 7, 7)), rng.standard_normal((4, 7, 3)))]
+    for a, b in cases:
+        a, b = a.astype(dtype), b.astype(dtype)
+        native = rlx.jit(rlx.linalg.solve)(a, b)
+        np.testing.assert_array_equal(native, rlx.linalg.solve(a, b))
+    np.testing.assert_allclose(native, np.linalg.solve(a, b), rtol=1e-3, atol=1e-4)
+    zero_column = np.array([[0.0, 1.0], [0.0, 2.0]], dtype)
+    for solve in (rlx.linalg.solve, rlx.jit(rlx.linalg.solve)):
+        assert np.isnan(solve(zero_column, np.ones(2, dtype))).all()
+
+
+def test_solve_takes_integer_matrices_as_f32():
+    a, b = np.array([[2, 0], [0, 4]], np.int32), np.array([2, 4], np.int32)
+    for solve in (rlx.linalg.solve, rlx.jit(rlx.linalg.solve)):
+        got = solve(a, b)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, [1.0, 1.0])
+
+
+def test_complex_helpers_take_python_numbers_and_lists():
+    """``conj(1+2j)`` and ``complex_norm_sq(1+2j)`` raised AttributeError (eagerly and
+    inside jit, where a constant argument now folds at trace time)."""
+    assert rlx.nn.conj(1 + 2j) == 1 - 2j
+    assert rlx.nn.complex_norm_sq(1 + 2j) == 5.0
+    np.testing.assert_allclose(rlx.nn.exp(1j), np.exp(1j), rtol=1e-6)
+    np.testing.assert_array_equal(rlx.nn.complex_norm_sq([1j, 2]), [1.0, 4.0])
+    got = rlx.jit(lambda x: x * rlx.nn.complex_norm_sq(1 + 2j))(np.ones(2, np.float32))
+    np.testing.assert_array_equal(got, [5.0, 5.0])
+    np.testing.assert_array_equal(rlx.nn.relu([1.0, -2.0]), [1.0, 0.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_native_round_is_half_away_from_zero_exactly(dtype):
+    """Round is lowered as ``trunc`` plus ``copysign(1, x)`` where ``|x - trunc(x)| >=
+    0.5`` (``math.round`` became a libm call per lane): ties, the largest float below 0.5,
+    integers past 2^23, signed zeros, infinities and NaN as the interpreter has them."""
+    below_half = np.nextafter(dtype(0.5), dtype(0))
+    x = np.array([0.5, -0.5, 1.5, -2.5, below_half, -below_half, 2.0**23 + 1, 1e30, -0.0,
+                  np.inf, -np.inf, np.nan, 0.7, -0.7, 8388607.5], dtype)
+    x = np.concatenate([x, np.arange(-40, 40, dtype=dtype) / 4])
+    wide = np.floor(np.abs(x.astype(np.longdouble)) + np.longdouble(0.5))  # no rounding
+    want = np.where(np.isfinite(x), np.copysign(wide, x), x).astype(dtype)
+    fns = {"round": lambda x: x.builder.round(x), "floor": rlx.nn.floor,
+           "floordiv": lambda x: x // 2.0}
+    with np.errstate(invalid="ignore"):
+        wants = {"round": want, "floor": np.floor(x), "floordiv": x // 2.0}
+    for name, fn in fns.items():
+        got = rlx.jit(fn)(x)
+        np.testing.assert_array_equal(got, wants[name], err_msg=name)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(wants[name]), err_msg=name)
