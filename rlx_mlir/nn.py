@@ -21,8 +21,8 @@ import numpy as np
 
 from rlx_mlir.builder import Builder, Tensor, _floor, _user_location, innermost
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
-from rlx_mlir.dialects.base import NUMPY_DTYPES as _NUMPY_OF
 from rlx_mlir.dialects.base import COMPLEX_DTYPES, FLOAT_DTYPES, REAL_FLOAT_DTYPES
+from rlx_mlir.dialects.base import NUMPY_DTYPES as _NUMPY_OF
 
 
 def _b(*xs: Tensor | None) -> Builder:
