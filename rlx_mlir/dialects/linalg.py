@@ -522,9 +522,27 @@ def _lower_matmul(op: MatmulOp, e: Any, a: Any, b: Any) -> Any:
     of one linalg.matmul. Equal batches: linalg.batch_matmul on the folded batch. Other
     broadcasts: a linalg.generic contraction whose maps broadcast the batch (no copies).
     Folding is ``collapse_shape`` / ``expand_shape`` only (views after bufferization)."""
-    sa, sb, out = shape_of(a.type), shape_of(b.type), shape_of(op.result.type)
-    if isinstance(a.type.element_type, ComplexType):  # no named complex matmul in xDSL
-        return _generic_contraction(e, a, b, out)
+    out = shape_of(op.result.type)
+    if isinstance(a.type.element_type, ComplexType):
+        return _complex_product(e, a, b, out)
+    return _real_product(e, a, b, out)
+
+
+def _complex_product(e: Any, a: Any, b: Any, out: Sequence[int]) -> Any:
+    """Four real products of the parts, ``(ar br - ai bi) + i (ar bi + ai br)``, each
+    scheduled as a real matmul: a complex contraction is scalar code (no vector of
+    ``complex<f32>``), 512x512 c64 took 0.40 s against JAX's 0.034."""
+    part = a.type.element_type.element_type  # type: ignore[attr-defined]
+    ar, ai, br, bi = (e.elementwise([x], part, lambda s, v, name=name: getattr(s, name)(v))
+                      for x in (a, b) for name in ("real", "imag"))
+    rr, ii, ri, ir = (_real_product(e, x, y, out)
+                      for x, y in ((ar, br), (ai, bi), (ar, bi), (ai, br)))
+    return e.elementwise([rr, ii, ri, ir], a.type.element_type,
+                         lambda s, rr, ii, ri, ir: s.make_complex(s.sub(rr, ii), s.add(ri, ir)))
+
+
+def _real_product(e: Any, a: Any, b: Any, out: Sequence[int]) -> Any:
+    sa, sb = shape_of(a.type), shape_of(b.type)
     if len(sa) == len(sb) == 2:
         return e.matmul(a, b)
     if _numel(sb[:-2]) == 1:
