@@ -245,3 +245,29 @@ def test_native_round_is_half_away_from_zero_exactly(dtype):
         got = rlx.jit(fn)(x)
         np.testing.assert_array_equal(got, wants[name], err_msg=name)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(wants[name]), err_msg=name)
+
+
+def test_long_complex_sums_accumulate_wide():
+    """A c64 sum or mean of 2^22 elements is as accurate as numpy's (it was off by 2e-5:
+    f32 sums of that length accumulated in f64, complex ones did not)."""
+    rng = np.random.default_rng(4)
+    n = 1 << 22
+    z = ((rng.random(n) + 1) + 1j * (rng.random(n) + 1)).astype(np.complex64)
+    exact = z.astype(np.complex128).sum()
+    total, mean = rlx.jit(lambda z: (z.sum(), z.mean()))(z)
+    assert total.dtype == np.complex64 and mean.dtype == np.complex64
+    assert abs(complex(total) - exact) / abs(exact) < 1e-6
+    assert abs(complex(mean) * n - exact) / abs(exact) < 1e-6
+
+
+def test_long_dot_products_accumulate_wide():
+    """``a @ b`` of 2M f32 elements was off by 5e-4 (a running f32 sum) where
+    ``(a * b).sum()`` was off by 2e-8; a few rows times a long vector too."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.random(1 << 21).astype(np.float32) for _ in range(2))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert abs(float(rlx.jit(lambda a, b: a @ b)(a, b)) - exact) / exact < 1e-6
+    m = rng.random((3, 1 << 20)).astype(np.float32)
+    got = rlx.jit(lambda m, v: m @ v)(m, b[: 1 << 20])
+    want = m.astype(np.float64) @ b[: 1 << 20].astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
