@@ -419,14 +419,33 @@ class Emitter:
         complex the principal branch ``ln|z| + i atan2(im, re)``, ``ln|z|`` from the
         scaled modulus (no overflow for parts near the float maximum)."""
         if is_complex(x.type):
-            big, ratio = self._scaled_parts(x)
-            log_modulus = self.add(self.log(big), self.mul(self.log(self.add(
-                self.mul(ratio, ratio), 1.0)), 0.5))
             angle = self.emit(math.Atan2Op(self.imag(x), self.real(x)))
-            return self.make_complex(log_modulus, angle)
+            return self.make_complex(self._log_modulus(x), angle)
         if fastmath.is_f32(x):
             return fastmath.log_f32(self, x)
         return self.emit(math.LogOp(x))
+
+    def log1p(self, x: Value) -> Value:
+        """``log(1 + x)`` to full precision (Goldberg): ``x`` where ``u = 1 + x`` rounds to
+        1, else ``log(u) x / (u - 1)`` (``math.log1p`` lowers as ``log(1 + x)``)."""
+        u = self.add(x, 1.0)
+        exact = self.div(self.mul(self.log(u), x), self.sub(u, 1.0))
+        return self.select(self.cmp("eq", u, 1.0), x, exact)
+
+    def _log_modulus(self, z: Value) -> Value:
+        """``ln|z|``. Near the unit circle (the larger part in [0.5, 2]) ``log1p((a - 1)(a
+        + 1) + b^2) / 2`` in f64 (exact products of f32 parts), else ``ln a + log1p((b /
+        a)^2) / 2`` (no overflow): ``ln|1 + 1e-4 i|`` was 0, as ``ln`` of the rounded
+        modulus, where numpy gives 5e-9."""
+        big, ratio = self._scaled_parts(z)
+        part = big.type
+        far = self.add(self.log(big), self.mul(self.log1p(self.mul(ratio, ratio)), 0.5))
+        re, im = self.abs(self.real(z)), self.abs(self.imag(z))
+        a, b = (self.cast(v, DTYPES["f64"]) for v in (big, self.min(re, im)))
+        unit = self.add(self.mul(self.sub(a, 1.0), self.add(a, 1.0)), self.mul(b, b))
+        near = self.cast(self.mul(self.log1p(unit), 0.5), part)
+        circle = self.emit(arith.AndIOp(self.cmp("ge", big, 0.5), self.cmp("le", big, 2.0)))
+        return self.select(circle, near, far)
 
     def sqrt(self, x: Value) -> Value:
         """Square root; complex: the principal branch (see :meth:`_complex_sqrt`)."""

@@ -10,7 +10,8 @@
 
 // (1+2i)(3+4i) = -5+10i; (1+2i)/(3+4i) = 0.44+0.08i; exp(i pi) = -1; log(-1) = i pi;
 // |3+4i|^2 = 25; conj(1+2i) = 1-2i; Re, Im of (3+4i). Products, quotients (Smith's) and
-// logs (ln of the scaled modulus, atan2) are written from the parts, as numpy computes them.
+// logs (atan2; ln of the scaled modulus, near |z| = 1 log1p((a - 1)(a + 1) + b^2) / 2 in
+// f64) are written from the parts, as numpy computes them.
 // CHECK-LABEL: func.func @textbook
 // CHECK: linalg.generic
 // CHECK: complex.create
@@ -22,8 +23,9 @@
 // CHECK: arith.cmpf oge
 // CHECK: arith.divf
 // CHECK: complex.exp
-// CHECK: arith.bitcast {{.*}} : f32 to i32
 // CHECK: math.atan2
+// CHECK: arith.bitcast {{.*}} : f32 to i32
+// CHECK: arith.extf {{.*}} : f32 to f64
 // CHECK: complex.re
 // CHECK: complex.im
 // CHECK: complex.conj
