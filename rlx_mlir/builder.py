@@ -579,6 +579,10 @@ class Tensor:
     __hash__ = object.__hash__
 
 
+FULL_SPLAT_MIN = 4096
+"""``Builder.full`` of at least this many elements is a scalar constant + ``rlx.expand``."""
+
+
 class Builder:
     """Builds one ``func.func`` (``name``) into ``module`` (a new one by default)."""
 
@@ -686,7 +690,10 @@ class Builder:
         if isinstance(o, Tensor):
             if o.builder.block is not self.block:
                 if self.capture is None:
-                    raise RlxError("a Tensor from another Builder was used")
+                    raise RlxError(
+                        "a Tensor from another Builder was used (a scan or cond body may "
+                        "use the builder's tensors; a while_loop body cannot: carry them in "
+                        "its state)", loc=loc_from_attr(_user_location()))
                 return self.capture(o).value
             return o.value
         if isinstance(o, SSAValue):
@@ -828,7 +835,14 @@ class Builder:
         return self.emit("constant", value=to_attr(array))  # type: ignore[return-value]
 
     def full(self, shape: Sequence[int], value: float, dtype: str = "f32") -> Tensor:
-        return self.constant(np.full(tuple(shape), value, dtype=NUMPY_DTYPES[dtype]))
+        """``shape`` filled with ``value``: past :data:`FULL_SPLAT_MIN` elements a scalar
+        constant expanded (the zero cotangent of a scan's unused trajectory, ``[L - 1,
+        *carry]``, was a dense attribute of every element: seconds of tracing and GBs)."""
+        shape = tuple(shape)
+        if math.prod(shape) >= FULL_SPLAT_MIN:
+            return self.expand(self.constant(np.full((), value, dtype=NUMPY_DTYPES[dtype])),
+                               shape)
+        return self.constant(np.full(shape, value, dtype=NUMPY_DTYPES[dtype]))
 
     # -- finishing -----------------------------------------------------------
     def ret(self, *values: Tensor) -> func.FuncOp:

@@ -134,7 +134,7 @@ class LocatingParser(Parser):
         start = self._current_token.span
         try:
             attr = super()._parse_optional_builtin_attr()
-        except (OverflowError, ValueError) as e:  # dense<1e40> : f32, dense<2> : i1, ...
+        except (OverflowError, ValueError, VerifyException) as e:  # dense<1e40> : f32, 300 : i8
             raise ParseError(start, f"a literal does not fit its element type: {e}") from None
         if isinstance(attr, BytesAttr):
             try:

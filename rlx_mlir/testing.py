@@ -333,8 +333,11 @@ def _directional_error(outputs, cotangent: np.ndarray, arrays: list[np.ndarray],
     noise = 10 * np.finfo(np.float64).eps * float(np.sum(np.abs(cotangent * outputs(arrays)))) / eps
     if abs(numeric) <= noise and abs(analytic) <= noise:
         return 0.0
+    # Past that, a difference within the noise is forgiven: a small component of a large
+    # loss (d/dx tanh(1e-7 x) + 100) was reported OFF by 7e-5 when the analytic value was
+    # exact, its difference all rounding.
     floor = 1e-6 * float(np.linalg.norm(grad)) * float(np.linalg.norm(v)) + 1e-14
-    return abs(numeric - analytic) / max(abs(numeric), abs(analytic), floor)
+    return max(0.0, abs(numeric - analytic) - noise) / max(abs(numeric), abs(analytic), floor)
 
 
 def check_jvp(module: ModuleOp | str, func_name: str | None = None,

@@ -837,6 +837,10 @@ class _LazyRegions:
 rg = _LazyRegions()
 
 
+ROW_SCHEDULE_CHECK_MAX = 1 << 16
+"""Scans up to this long check :class:`RowSchedule` against :func:`checkpoint_steps`."""
+
+
 @dataclass(frozen=True)
 class RowSchedule:
     """:func:`checkpoint_steps` as index arithmetic on a loop counter ``t``.
@@ -851,6 +855,8 @@ class RowSchedule:
     @classmethod
     def of(cls, length: int, k: int) -> RowSchedule:
         schedule = cls(length, trajectory_rows(length, k))
+        if schedule.every_step or length > ROW_SCHEDULE_CHECK_MAX:
+            return schedule  # every step stored; or too long to list (10^7 steps: 5 s)
         if schedule.static_steps() != checkpoint_steps(length, k):
             raise RlxError(f"internal error: no row arithmetic for checkpoint_steps({length}, {k})")
         return schedule

@@ -543,7 +543,7 @@ def _predicate(b: Builder, pred: Any) -> Tensor:
     JAX), or a clear error."""
     _check_leaf(pred, "pred", "cond")
     spec = _spec(pred)
-    if spec.shape == () and spec.dtype in ("i32", "i64"):
+    if spec.shape == () and spec.dtype in ("i8", "i32", "i64"):
         return _tensor(b, pred, spec.dtype) != 0
     if spec != Spec((), "i1"):
         hint = " (compare it, e.g. pred > 0)" if spec.dtype != "i1" and not spec.shape else ""
@@ -673,6 +673,28 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
     index = _indices(lower, upper)
     if not index.size:
         return init_val
+    if index.size > FORI_INDEX_ARRAY_MAX and index.dtype == np.int32:
+        return _fori_counted(int(lower), index.size, body_fun, init_val, num_checkpoints)
+    carry, _ = _scan("fori_loop", "body_fun", lambda c, i: (body_fun(i, c), None), init_val,
+                     index, None, False, _checkpoints(num_checkpoints), "init_val")
+    return carry
+
+
+FORI_INDEX_ARRAY_MAX = 1024
+"""A ``fori_loop`` of more i32 steps scans over indices computed at run time (an exclusive
+``cumsum`` of ones) instead of a constant ``arange(lower, upper)`` of every index, which
+made 10^7 steps trace for 11 s in 860 MB."""
+
+
+def _fori_counted(lower: int, steps: int, body_fun: Callable, init_val: Any,
+                  num_checkpoints: int) -> Any:
+    """:func:`fori_loop` over ``lower + cumsum(ones(steps), exclusive)``."""
+    target = _target(init_val)
+    if target is None:
+        return jit(lambda init: _fori_counted(lower, steps, body_fun, init,
+                                              num_checkpoints))(init_val)
+    ones = target.full((steps,), 1, "i32")
+    index = target.cumsum(ones, axis=0, exclusive=True) + np.int32(lower)
     carry, _ = _scan("fori_loop", "body_fun", lambda c, i: (body_fun(i, c), None), init_val,
                      index, None, False, _checkpoints(num_checkpoints), "init_val")
     return carry

@@ -481,3 +481,74 @@ def test_the_api_docs_example_runs_and_matches_jax():
         return h.sum() + (hs * hs).sum()
 
     close(rlx.grad(scope["loss"])(W, H0, XS), jax.grad(loss)(W, H0, XS))
+
+
+# ---------------------------------------------------------------- review: loops at scale
+
+
+def test_the_unused_trajectory_cotangent_is_not_a_dense_constant():
+    """The gradient of a scan's final carry had a zero cotangent for the other steps'
+    carries built as a dense ``[L - 1, *carry]`` constant at trace time (L = 800: 3.8 s,
+    1.2 GB); large fills are now a scalar constant expanded."""
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((64, 64)) / 8).astype(np.float32)
+    xs = rng.standard_normal((300, 8, 64)).astype(np.float32)
+    h0 = np.zeros((8, 64), np.float32)
+
+    def loss(w, xs):
+        h, _ = rlx.scan(lambda h, x: (rlx.nn.tanh(h @ w + x), None), h0, xs)
+        return (h ** 2).mean()
+
+    text = str(rlx.jit(rlx.grad(loss)).lower(w, xs))
+    assert len(text) < 200_000 and "tensor<299x8x64xf32>} : () ->" not in text
+    got = rlx.grad(loss)(w, xs)
+
+    def loss_jax(w, xs):
+        h, _ = jax.lax.scan(lambda h, x: (jax.numpy.tanh(h @ w + x), None), h0, xs)
+        return (h ** 2).mean()
+
+    np.testing.assert_allclose(got, jax.grad(loss_jax)(w, xs), rtol=1e-4, atol=1e-7)
+
+
+def test_a_long_fori_loop_computes_its_indices_at_run_time(monkeypatch):
+    """``fori_loop(0, 10**7, ...)`` scanned over a constant ``arange`` of every index (14 s,
+    860 MB); past 1024 steps the indices are an exclusive cumsum at run time."""
+    from rlx_mlir.frontend import control
+
+    x = np.ones(2, np.float32)
+    fn = rlx.jit(lambda x: rlx.fori_loop(0, 10**7, lambda i, c: c * 0.5 + 0.5, x))
+    assert len(str(fn.lower(x))) < 20_000
+    np.testing.assert_array_equal(fn(x), [1.0, 1.0])
+    w = np.array([0.999, 1.0005])
+
+    def loss(w):
+        return (rlx.fori_loop(3, 2003, lambda i, c: c * w + 1e-3 * i, w * 2) ** 2).sum()
+
+    counted = rlx.jit(rlx.value_and_grad(loss))(w)
+    monkeypatch.setattr(control, "FORI_INDEX_ARRAY_MAX", 10**6)  # the arange constant
+    listed = rlx.jit(rlx.value_and_grad(loss))(w)
+    np.testing.assert_array_equal(counted[0], listed[0])
+    np.testing.assert_array_equal(counted[1], listed[1])
+
+
+def test_cond_takes_an_int8_predicate():
+    x = np.ones(3, np.float32)
+    for pred, want in ((np.int8(1), 2.0), (np.int8(0), 0.0)):
+        got = rlx.jit(lambda p, x: rlx.cond(p, lambda a: a + 1.0, lambda a: a - 1.0, x))(pred, x)
+        np.testing.assert_array_equal(got, [want] * 3)
+
+
+def test_check_grads_forgives_the_finite_differences_rounding():
+    """A small gradient component next to a large loss (``tanh(1e-7 x) + 100``) was
+    reported OFF (7e-5) although exact: the difference was all rounding of the loss."""
+    text = """
+func.func @f(%x: tensor<2xf64> {rlx.name = "x", rlx.param}) -> tensor<f64> {
+  %k = rlx.constant {value = dense<[1.0, 1.0e-7]> : tensor<2xf64>} : () -> tensor<2xf64>
+  %m = rlx.mul %x, %k : (tensor<2xf64>, tensor<2xf64>) -> tensor<2xf64>
+  %t = rlx.tanh %m : (tensor<2xf64>) -> tensor<2xf64>
+  %s = rlx.reduce_sum %t {axes = array<i64: 0>, keep_dims = false} : (tensor<2xf64>) -> tensor<f64>
+  %c = rlx.constant {value = dense<100.0> : tensor<f64>} : () -> tensor<f64>
+  %r = rlx.add %s, %c : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  func.return %r : tensor<f64>
+}"""
+    assert rlx.testing.check_grads(text, "f", raise_on_error=False).ok
