@@ -152,13 +152,15 @@ def imag(z: Tensor) -> Tensor:
 
 def conj(z: Tensor) -> Tensor:
     """The complex conjugate ``re - i im`` (``jnp.conj``)."""
+    _b(z)  # a list is an error naming np.asarray
     return z.conj()
 
 
 def complex_norm_sq(z: Tensor) -> Tensor:
     """``|z|^2 = re^2 + im^2`` as f32: the real loss surface of a complex model. Its
     gradient is ``z`` (SPEC 5.9: rlx's complex cotangents are ``dL/d conj(z)``)."""
-    return _b(z).complex_norm_sq(z) if z.dtype in ("c64", "c128") else z * z
+    b = _b(z)  # a list is an error naming np.asarray
+    return b.complex_norm_sq(z) if z.dtype in ("c64", "c128") else z * z
 
 
 def log1p(x: Tensor) -> Tensor:
@@ -1181,9 +1183,7 @@ def _eager(fn):
     >>> rlx.nn.softmax(np.array([1.0, 2.0], np.float32))  # doctest: +SKIP
     array([0.26894143, 0.7310586 ], dtype=float32)
     """
-    params = list(inspect.signature(fn).parameters)
-    scalars = (int, float, builtins.complex) if params[:1] == ["xs"] else \
-        (int, float, builtins.complex, list, tuple)  # concat / stack take lists of arrays
+    scalars = (int, float, builtins.complex)  # a list is an error naming np.asarray
 
     @functools.wraps(fn)
     def call(*args, **kwargs):

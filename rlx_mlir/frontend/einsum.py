@@ -312,10 +312,13 @@ def tensordot(a: Tensor, b: Tensor, axes: int | Sequence = 2) -> Tensor:
     return einsum(f"{''.join(la)},{''.join(lb)}->{out}", a, b)
 
 
-def dot_general(lhs: Tensor, rhs: Tensor, dimension_numbers: Sequence) -> Tensor:
+def dot_general(lhs: Tensor, rhs: Tensor, dimension_numbers: Sequence, precision: object = None,
+                preferred_element_type: object = None) -> Tensor:
     """``jax.lax.dot_general``: ``dimension_numbers = ((lhs_contracting, rhs_contracting),
     (lhs_batch, rhs_batch))``; the result's axes are the batch axes, then lhs's free axes,
-    then rhs's (XLA's order, SPEC 2.2.12).
+    then rhs's (XLA's order, SPEC 2.2.12). ``precision`` is accepted and ignored (f32
+    products are always full f32); ``preferred_element_type`` is the dtype the operands are
+    cast to, so the product is computed and returned in it.
 
     >>> rlx.dot_general(q, k, (((2,), (2,)), ((0,), (0,))))     # doctest: +SKIP
     """
@@ -343,4 +346,6 @@ def dot_general(lhs: Tensor, rhs: Tensor, dimension_numbers: Sequence) -> Tensor
     batch = "".join(left[i] for i in lb)
     free_l = "".join(c for i, c in enumerate(left) if i not in lc + lb)
     free_r = "".join(c for j, c in enumerate(right) if j not in rc + rb)
+    if preferred_element_type is not None:
+        lhs, rhs = lhs.astype(preferred_element_type), rhs.astype(preferred_element_type)
     return einsum(f"{''.join(left)},{''.join(right)}->{batch}{free_l}{free_r}", lhs, rhs)

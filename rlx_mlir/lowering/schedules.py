@@ -1184,6 +1184,72 @@ def heap_parallel_temporaries(module) -> int:
     return moved
 
 
+STACK_BUDGET = 1 << 20
+"""Bytes of ``memref.alloca`` one function may keep; past it the largest go to the heap
+(:func:`heap_past_stack_budget`)."""
+
+
+def heap_past_stack_budget(module) -> int:
+    """``promote-buffers-to-stack`` caps each buffer (64 KiB), not their sum: an 8-layer
+    tiny GPT's gradient kept 8.9 MB of buffers in one frame and overflowed the 8 MB stack
+    (a segfault). Per function, while its allocas exceed :data:`STACK_BUDGET` bytes, the
+    largest becomes ``memref.alloc`` + ``memref.dealloc`` before its block's terminator
+    (allocas do not escape, so the block's end is their last use). Returns how many."""
+    from mlir import ir
+
+    moved = 0
+    for function in ops_named(module, "func.func"):
+        allocas = []
+
+        def visit(op, found=allocas):
+            op = getattr(op, "operation", op)
+            if op.name == "memref.alloca" and not len(op.operands):
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        function.operation.walk(visit)
+        sizes = {id(op): _buffer_bytes(op.results[0].type) for op in allocas}
+        total = sum(sizes.values())
+        for op in sorted(allocas, key=lambda o: -sizes[id(o)]):
+            if total <= STACK_BUDGET:
+                break
+            total -= sizes[id(op)]
+            _to_heap(module, op)
+            moved += 1
+    return moved
+
+
+def _buffer_bytes(memref_type) -> int:
+    from mlir import ir
+
+    t = ir.MemRefType(memref_type)
+    return math.prod(t.shape) * max(1, _element_bits(t.element_type) // 8)
+
+
+def _element_bits(element) -> int:
+    from mlir import ir
+
+    if isinstance(element, ir.ComplexType):
+        return 2 * _element_bits(ir.ComplexType(element).element_type)
+    width = getattr(element, "width", None)
+    return int(width) if width else 64  # index
+
+
+def _to_heap(module, alloca) -> None:
+    """``alloca`` as ``memref.alloc``, freed before its block's terminator."""
+    from mlir import ir
+    from mlir.dialects import memref
+
+    terminator = list(alloca.block.operations)[-1]
+    with ir.Location.unknown(module.context):
+        heap = memref.AllocOp(alloca.results[0].type, [], [], ip=ir.InsertionPoint(alloca),
+                              alignment=alloca.attributes["alignment"]
+                              if "alignment" in alloca.attributes else None)
+        alloca.results[0].replace_all_uses_with(heap.result)
+        memref.DeallocOp(heap.result, ip=ir.InsertionPoint(terminator))
+    alloca.erase()
+
+
 _VECTOR_LOWERING = """module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
     %func = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op

@@ -97,6 +97,8 @@ def _fast_pipeline() -> list[Stage]:
         Stage("memplan", S.MEMPLAN),
         Stage("forall-temporaries", "python:heap-forall-temporaries",
               S.heap_parallel_temporaries),
+        Stage("stack-budget", f"python:heap-past-stack-budget={S.STACK_BUDGET}",
+              S.heap_past_stack_budget),
         Stage("outline", "python:outline-kernels", O.outline_kernels),
         Stage("merge-kernels", "python:merge-identical-functions", D.merge_identical_functions),
         Stage("vector-lowering", f"transform:{S.SCHEDULE_VERSION}:vector-lowering",

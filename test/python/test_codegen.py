@@ -1029,3 +1029,36 @@ def test_attention_at_odd_lengths_splits_columns_into_whole_vectors(seq, rng):
     want = torch.nn.functional.scaled_dot_product_attention(
         *(torch.tensor(a)[:, None] for a in (q, k, v)))[:, 0].numpy()
     np.testing.assert_allclose(rlx.jit(attend)(q, k, v), want, rtol=1e-4, atol=1e-5)
+
+
+def test_stack_buffers_past_the_budget_go_to_the_heap(monkeypatch):
+    """``promote-buffers-to-stack`` caps each buffer, not their sum (an 8-layer tiny GPT's
+    gradient kept 8.9 MB in one frame: a segfault under the 8 MB stack). Past the budget
+    the largest allocas become heap buffers freed at their block's end; numbers unchanged."""
+    monkeypatch.setattr(schedules, "STACK_BUDGET", 3000)
+    rng = np.random.default_rng(2)
+    ws = [rng.standard_normal((16, 16)).astype(np.float32) / 4 for _ in range(4)]
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+
+    def loss(ws, x):
+        for w in ws:
+            x = rlx.nn.tanh(x @ w)
+        return (x ** 2).sum()
+
+    fn = rlx.jit(rlx.grad(loss))
+    texts = stage_texts(fn.lower(ws, x).module)
+    before, after = texts["forall-temporaries"], texts["stack-budget"]
+    assert before.count("memref.alloca(") > after.count("memref.alloca(")
+    assert after.count("memref.dealloc") > before.count("memref.dealloc")
+    sizes = [int(np.prod([int(d) for d in m.split("x")[:-1]])) * 4
+             for m in re.findall(r"memref\.alloca\(\)[^:]*: memref<([0-9x]+f32)>", after)]
+    assert sum(sizes) <= 3000
+    import torch
+
+    tws = [torch.tensor(w, requires_grad=True) for w in ws]
+    h = torch.tensor(x)
+    for w in tws:
+        h = torch.tanh(h @ w)
+    (h ** 2).sum().backward()
+    for g, w in zip(fn(ws, x), tws, strict=True):
+        np.testing.assert_allclose(g, w.grad.numpy(), rtol=1e-5, atol=1e-6)
