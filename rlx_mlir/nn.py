@@ -371,7 +371,7 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """``(values, indices)`` of the ``k`` largest entries along the last axis, largest
     first, as ``jax.lax.top_k``: ties go to the smaller index, NaN counts as the largest;
     indices are i32 (no gradient), values carry the gradient to the entries they pick.
-    One argmax-and-mask step per ``k`` (for small ``k``).
+    One pass over each row (``rlx.top_k``: a sorted buffer of the ``k`` best).
 
     >>> values, ids = rlx.nn.top_k(logits, 5)               # doctest: +SKIP
     """
@@ -384,35 +384,8 @@ def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 1 <= k <= d:
         raise RlxError(f"top_k: k must be an int in [1, {d}] (the last axis); got {k!r}",
                        loc=loc_from_attr(_user_location()))
-    floating = x.dtype in REAL_FLOAT_DTYPES
-    lowest = -np.inf if floating else np.iinfo(_NUMPY_OF[x.dtype]).min
-    # JAX's total order puts -0.0 below +0.0: a -0.0 loses a tie with a +0.0
-    negative_zero = ((x == 0) & (1.0 / x < 0)) if floating else None
-    iota = np.arange(d, dtype=np.int32)
-    taken, values, indices = None, [], []
-    for _ in range(int(k)):
-        candidates = x if taken is None else where(taken, lowest, x)
-        hit = (candidates == candidates.max(axis=-1, keepdims=True)) | (candidates != candidates)
-        hit = hit if taken is None else hit & ~taken  # a masked entry never wins a tie
-        if floating:
-            positive_zero_hit = (hit & (x == 0) & ~negative_zero).any(axis=-1, keepdims=True)
-            hit = hit & ~(negative_zero & positive_zero_hit)
-        index = where(hit, iota, d).min(axis=-1, keepdims=True)
-        chosen = index == iota
-        values.append(_picked(x, chosen, lowest, floating))
-        indices.append(index[..., 0])
-        taken = chosen if taken is None else taken | chosen
-    values = stack(values, axis=-1)
-    return values.astype(x.dtype) if values.dtype != x.dtype else values, stack(indices, axis=-1)
-
-
-def _picked(x: Tensor, chosen: Tensor, lowest: float, floating: bool) -> Tensor:
-    """``x`` at the one ``chosen`` entry of each row: a sum (its gradient goes to that
-    entry alone, even in a tie); a picked zero from a max, which keeps a -0.0's sign."""
-    total = where(chosen, x, 0).sum(axis=-1)
-    if not floating:
-        return total
-    return where(total == 0, where(chosen, x, lowest).max(axis=-1), total)
+    indices = _b(x).top_k(x, k=int(k))
+    return take_along_axis(x, indices, axis=-1), indices
 
 
 def _axis(axis: int, rank: int, caller: str) -> int:

@@ -1,7 +1,7 @@
 """The ``rlx`` dialect, assembled from its op family modules.
 
 Each family module (``elementwise``, ``linalg``, ``nn``, ``attention``, ``conv``,
-``shape``, ``random``, ``complex``, ``fft``, ``quant``, ``moe``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
+``shape``, ``solve``, ``sort``, ``random``, ``complex``, ``fft``, ``quant``, ``moe``, ``backward``, ``control``) defines its ops and registers their rules beside them; importing
 this package registers everything.
 """
 
@@ -24,6 +24,7 @@ from rlx_mlir.dialects import (
     random,
     shape,
     solve,
+    sort,
 )
 from rlx_mlir.dialects.base import RlxOp
 
@@ -37,6 +38,7 @@ FAMILIES = {
     "conv": conv,
     "shape": shape,
     "solve": solve,
+    "sort": sort,
     "quant": quant,
     "moe": moe,
     "random": random,
