@@ -164,14 +164,23 @@ def _has_custom_maps(op) -> bool:
     return maps != defaults[op.name]
 
 
-def _body_is_vectorizable(op) -> bool:
-    """No tensor.extract (gathers) and no ops the vectorizer does not know in the body."""
+def _body_is_vectorizable(op, gathers: bool = False) -> bool:
+    """No tensor.extract (gathers; allowed with ``gathers``, or on an op tagged
+    :data:`GATHER_ATTR`) and no ops the vectorizer does not know in the body."""
+    gathers = gathers or GATHER_ATTR in op.attributes
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
+                if gathers and inner.name == "tensor.extract":
+                    continue
                 if inner.name.split(".")[0] in ("tensor", "scf", "func"):
                     return False
     return True
+
+
+GATHER_ATTR = "rlx_gather"
+"""A generic whose table lookups (``tensor.extract`` in its body) are vectorized as
+``vector.gather`` (``vectorize_nd_extract``): a decode step's FP8 / NVFP4 product."""
 
 
 def _has_complex_elements(op) -> bool:
@@ -922,6 +931,10 @@ def plan(module) -> tuple[str, dict[str, int]]:
         if frag is None or frag.kind in skipped:
             continue
         text = frag.text + (_mark_hoist(frag.hoist) if frag.hoist else "")
+        if GATHER_ATTR in op.attributes:
+            text = text.replace("transform.structured.vectorize %t" + str(i) + " :",
+                                "transform.structured.vectorize %t" + str(i)
+                                + " {vectorize_nd_extract} :")
         op.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
         op.attributes[TAGGED_ATTR] = ir.UnitAttr.get()
         fragments.append(_guarded(i, _from_split_handle(i, text)))

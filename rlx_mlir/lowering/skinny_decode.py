@@ -91,7 +91,7 @@ def _is_decode(generic: Any) -> bool:
         return False
     block = generic.regions[0].blocks[0]
     out = block.arguments[len(block.arguments) - 1]
-    return _body_is_vectorizable(generic) and not list(out.uses)
+    return _body_is_vectorizable(generic, gathers=True) and not list(out.uses)
 
 
 def _fuse(op: Any, decode: Any) -> None:
@@ -101,6 +101,7 @@ def _fuse(op: Any, decode: Any) -> None:
 
     from rlx_mlir.lowering import linalg_builders as linalg
     from rlx_mlir.lowering.contractions import _expanded, _insertion_before, _value
+    from rlx_mlir.lowering.schedules import GATHER_ATTR
 
     x, init = op.operands[0], op.operands[2]
     weight_shape = list(ir.RankedTensorType(decode.results[0].type).shape)
@@ -125,6 +126,8 @@ def _fuse(op: Any, decode: Any) -> None:
         with ir.InsertionPoint(block):
             product = arith.MulFOp(block.arguments[0], weight).result
             linalg.YieldOp([arith.AddFOp(block.arguments[len(block.arguments) - 1], product).result])
+    if any(inner.name == "tensor.extract" for inner in block.operations):
+        generic.attributes[GATHER_ATTR] = ir.UnitAttr.get()  # table lookups: vector gathers
     collapse = _owner(op.operands[1])
     op.results[0].replace_all_uses_with(_value(generic))
     op.erase()
