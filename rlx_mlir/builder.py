@@ -615,7 +615,7 @@ class Builder:
 
     # -- arguments -----------------------------------------------------------
     def input(self, name: str, shape: Sequence[int], dtype: str = "f32") -> Tensor:
-        """A runtime-fed argument (RLX's Input)."""
+        """A runtime-fed argument (RLX's Input); ``dtype`` an rlx or numpy dtype name."""
         return self._arg(name, shape, dtype, param=False)
 
     def param(self, name: str, shape: Sequence[int], dtype: str = "f32") -> Tensor:
@@ -624,7 +624,7 @@ class Builder:
 
     def _arg(self, name: str, shape: Sequence[int], dtype: str, param: bool) -> Tensor:
         try:
-            arg_type = tensor(shape, dtype)
+            arg_type = tensor(shape, _dtype_name(dtype))
         except VerifyException as e:
             raise RlxError(f"argument '{name}': {e}", loc=loc_from_attr(_user_location())
                            ) from None

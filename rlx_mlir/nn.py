@@ -272,11 +272,14 @@ def logsumexp(x: Tensor, axis: int | Sequence[int] | None = None,
 def one_hot(ids: Tensor, num_classes: int, dtype: str = "f32") -> Tensor:
     """``[..., num_classes]``: 1 at each id's class, 0 elsewhere (and for ids outside
     ``[0, num_classes)``), as jax.nn.one_hot."""
+    from rlx_mlir.builder import _dtype_name
     from rlx_mlir.dialects.base import NUMPY_DTYPES
 
-    if dtype not in REAL_FLOAT_DTYPES:
-        raise RlxError(f"one_hot: dtype must be one of {', '.join(REAL_FLOAT_DTYPES)}; got "
-                       f"{dtype!r}", loc=loc_from_attr(_user_location()))
+    name = _dtype_name(dtype)  # rlx or numpy names: "f32", "float32", np.float32
+    if name not in REAL_FLOAT_DTYPES:
+        raise RlxError(f"one_hot: dtype must be one of {', '.join(REAL_FLOAT_DTYPES)} (or "
+                       f"their numpy names); got {dtype!r}", loc=loc_from_attr(_user_location()))
+    dtype = name
     classes = np.arange(num_classes, dtype=np.int32 if ids.dtype == "i32" else np.int64)
     hit = ids.reshape((*ids.shape, 1)) == classes
     one = np.ones((), NUMPY_DTYPES[dtype])

@@ -131,8 +131,12 @@ def dequantize(q: Tensor, scale: Any, zero_point: Any = 0, axis: int | None = No
     if not isinstance(q, Tensor) or q.dtype != "i8":
         got = q.dtype if isinstance(q, Tensor) else type(q).__name__
         raise _error(f"dequantize: expected an i8 tensor or array, got {got}")
-    if dtype not in REAL_FLOAT_DTYPES:
+    from rlx_mlir.builder import _dtype_name
+
+    name = _dtype_name(dtype) if dtype is not None else None  # "float32", np.float32 too
+    if name not in REAL_FLOAT_DTYPES:
         raise _error(f"dequantize: dtype must be f32, f64, f16 or bf16, got {dtype!r}")
+    dtype = name
     a = _channel("dequantize", q, axis)
     b = _builder(q, scale, zero_point)
     wide = "f64" if dtype == "f64" else "f32"

@@ -197,3 +197,16 @@ def test_nn_functions_run_eagerly_on_numpy_arrays_outside_a_trace():
         assert got.dtype == want.dtype and got.shape == want.shape, name
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
     assert float(rlx.nn.relu(-3.0)) == 0.0 and rlx.nn.sigmoid(0.0).dtype == np.float32
+
+
+def test_numpy_dtype_names_work_wherever_dtypes_are_taken():
+    """``astype`` took ``"float32"`` but ``one_hot``, ``dequantize`` and ``Builder.input``
+    refused it."""
+    ids = np.array([1, 2], np.int32)
+    for dtype in ("float32", np.float32, "f32"):
+        got = rlx.jit(lambda i, dtype=dtype: rlx.nn.one_hot(i, 4, dtype=dtype))(ids)
+        assert got.dtype == np.float32
+    assert rlx.quant.dequantize(np.array([1, 2], np.int8), 0.5, dtype=np.float64).dtype == np.float64
+    assert rlx.Builder("f").input("x", (3,), "float32").dtype == "f32"
+    with pytest.raises(rlx.RlxError, match="one_hot: dtype must be"):
+        rlx.nn.one_hot(ids, 4, dtype="int32")
