@@ -625,6 +625,10 @@ class Builder:
     def _arg(self, name: str, shape: Sequence[int], dtype: str, param: bool) -> Tensor:
         try:
             arg_type = tensor(shape, _dtype_name(dtype))
+        except RlxError:
+            raise RlxError(f"argument '{name}': unknown dtype {dtype!r} (expected one of "
+                           f"{', '.join(NUMPY_DTYPES)} or the numpy equivalent)",
+                           loc=loc_from_attr(_user_location())) from None
         except VerifyException as e:
             raise RlxError(f"argument '{name}': {e}", loc=loc_from_attr(_user_location())
                            ) from None
@@ -671,8 +675,8 @@ class Builder:
         result = self.emit(op_cls.name.removeprefix("rlx."), *operands,
                            out=None if out is None else [wide(t) for t in out], **attrs)
         results = result if isinstance(result, tuple) else (result,)
-        if narrow == "i8" and op_cls.ACCUMULATES:
-            return result  # sums of i8 are i32, as JAX's (numpy's are i64)
+        if (narrow == "i8" and op_cls.ACCUMULATES) or op_cls.INDEX_RESULTS:
+            return result  # sums of i8 are i32, as JAX's (numpy's are i64); indices
         back = STORAGE_DTYPES.get(narrow or "")
         narrowed = tuple(r.astype(narrow) if back and r.dtype == back else r for r in results)
         return narrowed if isinstance(result, tuple) else narrowed[0]

@@ -238,6 +238,9 @@ class RlxOp(IRDLOperation):
     ACCUMULATES: ClassVar[bool] = False
     """Sums (``reduce_sum``, ``reduce_prod``, ``cumsum``): on i8 data their i32 results
     are kept, as JAX's (every other op's wrap back to i8)."""
+    INDEX_RESULTS: ClassVar[bool] = False
+    """Its results are indices (i32), never rounded back to a storage dtype (``rlx.top_k``
+    of i8 values computes on i32 ones and returns i32 indices, not i8)."""
     """Whether f16/bf16/i8 operands are allowed: they are storage types
     (:meth:`check_storage`)."""
     ATTRS: ClassVar[dict[str, str]] = {}

@@ -56,6 +56,7 @@ class TopKOp(RlxOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     ATTRS: ClassVar[dict[str, str]] = {"k": "i64 in [1, D], the last axis's size"}
+    INDEX_RESULTS: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, types, attrs, out):
