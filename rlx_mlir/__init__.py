@@ -12,6 +12,7 @@ jvp, vmap); lower it through upstream MLIR and run it natively, numpy in and out
     f(np.array([-1.0, 2.0], np.float32))          # 2.0, natively compiled
 """
 
+import functools
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -48,7 +49,18 @@ from rlx_mlir.tools.view_graph import view
 from rlx_mlir.transforms.autodiff import grad_with_loss
 
 einsum = nn._eager(nn._half_in_f32(_einsum))
-dot_general = nn._eager(nn._half_in_f32(_dot_general))
+_dot_general_half = nn._half_in_f32(_dot_general)
+
+
+def _dot_general_dispatch(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,
+                          preferred_element_type: Any = None) -> Any:
+    """Half operands compute in f32 and round back, unless ``preferred_element_type``
+    names the result's dtype (then the operands are cast to it, as ``jax.lax``)."""
+    fn = _dot_general if preferred_element_type is not None else _dot_general_half
+    return fn(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+
+
+dot_general = nn._eager(functools.wraps(_dot_general)(_dot_general_dispatch))
 tensordot = nn._eager(nn._half_in_f32(_tensordot))
 
 

@@ -29,7 +29,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-SCHEDULE_VERSION = "sched-v3"
+SCHEDULE_VERSION = "sched-v4"
 ATTR = "rlx_sched"
 
 # matmul micro-kernel / cache tiles (CODEGEN.md §1a, best measured on this AVX-512 machine)
@@ -258,8 +258,21 @@ WHOLE_ROW_REDUCTION_MAX = 512
 one accumulates vector-wide partials (:func:`_partial_reduction_fragment`)."""
 
 
+BF16_GRANULE = 16
+"""A bf16 op's vectors hold a multiple of this many lanes; its row's rest stays scalar.
+LLVM 22 aborts the process on some ``bf16`` vectors of ``8k + 1`` lanes (``-x`` of
+``bf16[17]``: "Do not know how to soft promote this operator's operand!")."""
+
+
+def _touches_bf16(op) -> bool:
+    from mlir import ir
+
+    return any(isinstance(ir.ShapedType(v.type).element_type, ir.BF16Type)
+               for v in [*op.operands, *op.results] if isinstance(v.type, ir.ShapedType))
+
+
 def _generic_fragment(i: int, info: OpInfo, threads: int = 1,
-                      partial_combiner: bool = False) -> str | None:
+                      partial_combiner: bool = False, granule: int = 1) -> str | None:
     """Rows (outer dims) tiled by 1, the innermost dim vectorized; a long innermost
     reduction whose body combines with a known op (``partial_combiner``) keeps a vector
     of partial results across its chunks. An innermost dim with no good vector width
@@ -271,7 +284,12 @@ def _generic_fragment(i: int, info: OpInfo, threads: int = 1,
     text = _match(i, info.name)
     split, handle, ranges = _forall(i, f"%op{i}", info, threads)
     text += split
-    at = _split_row_at(info.ranges[-1], info.iterators[-1] == "reduction")
+    last = info.ranges[-1]
+    at = _split_row_at(last, info.iterators[-1] == "reduction")
+    if granule > 1 and last % granule and (at is None or at % granule):
+        at = last // granule * granule or None  # the rest: scalar (no vector of it)
+        if at is None:
+            return text + _tile_for(handle, [1] * (n - 1) + [0], f"%t{i}")
     if at is None:
         rows = _rows_fragment(i, handle, ranges, info.iterators, partial_combiner, "")
         return None if rows is None else text + rows
@@ -279,7 +297,7 @@ def _generic_fragment(i: int, info: OpInfo, threads: int = 1,
     main = _rows_fragment(i, f"%gs{i}", [*ranges[:-1], at], info.iterators, partial_combiner,
                           "m")
     rest = _rows_fragment(i, f"%gr{i}", [*ranges[:-1], ranges[-1] - at], info.iterators,
-                          False, "r")
+                          False, "r", vectorize=granule == 1 or (last - at) % granule == 0)
     return None if main is None or rest is None else text + main + rest
 
 
@@ -302,8 +320,12 @@ def _split_row_at(last: int, reduction: bool) -> int | None:
 
 
 def _rows_fragment(i: int, handle: str, ranges: Sequence[int], iterators: Sequence[str],
-                   partial_combiner: bool, tag: str) -> str | None:
-    """Tile ``handle`` (loops of ``ranges``) by rows and vectorize its innermost dim."""
+                   partial_combiner: bool, tag: str, vectorize: bool = True) -> str | None:
+    """Tile ``handle`` (loops of ``ranges``) by rows and vectorize its innermost dim
+    (only tile it, ``vectorize=False``)."""
+    if not vectorize:
+        sizes = [0 if r == 1 else 1 for r in ranges[:-1]] + [0]
+        return _tile_for(handle, sizes, f"%t{i}{tag}")
     n = len(ranges)
     last = ranges[-1]
     sizes = [1] * (n - 1)
@@ -860,7 +882,8 @@ def _partial_combiner(op, info: OpInfo) -> bool:
 
 def _schedule_generic(i: int, op, info: OpInfo, threads: int) -> Fragment | None:
     partial = op.name == "linalg.generic" and _partial_combiner(op, info)
-    text = _generic_fragment(i, info, _op_threads(op, threads), partial)
+    text = _generic_fragment(i, info, _op_threads(op, threads), partial,
+                             BF16_GRANULE if _touches_bf16(op) else 1)
     if text is None:
         return None
     if op.parent.name != "func.func":

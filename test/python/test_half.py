@@ -303,3 +303,28 @@ def test_round_half_away_is_exact():
         np.testing.assert_array_equal(got, [0, -0, 1, -3, 8388609])
     q = rlx.jit(lambda x: rlx.quant.quantize(x, 1.0))(np.float32([0.49999997]))
     assert int(q[0]) == 0
+
+
+@pytest.mark.parametrize("n", [9, 17, 33, 1001])
+def test_bf16_rows_of_8k_plus_1_compile_and_match(n):
+    """bf16 vectors of ``8k + 1`` lanes made LLVM abort the whole process ("Do not know
+    how to soft promote this operator's operand!"): a bf16 op's vectors now hold a
+    multiple of 16 lanes and the row's rest stays scalar. Values as ml_dtypes rounds."""
+    bf16 = ml_dtypes.bfloat16
+    x = np.linspace(-3, 3, 2 * n).astype(bf16).reshape(2, n)
+    got = rlx.jit(lambda x: (-x, rlx.nn.exp(x), x > 0.5, x.astype("i32")))(x)
+    wide = x.astype(np.float32)
+    np.testing.assert_array_equal(got[0], (-wide).astype(bf16))
+    np.testing.assert_array_equal(got[1], np.exp(wide).astype(bf16))
+    np.testing.assert_array_equal(got[2], wide > 0.5)
+    np.testing.assert_array_equal(got[3], np.trunc(wide).astype(np.int32))
+
+
+def test_dot_general_preferred_element_type_keeps_f32_for_halves():
+    bf16 = ml_dtypes.bfloat16
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((4, 64)).astype(bf16), rng.standard_normal((64, 3)).astype(bf16)
+    dims = (((1,), (0,)), ((), ()))
+    got = rlx.jit(lambda a, b: rlx.dot_general(a, b, dims, preferred_element_type="f32"))(a, b)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-6)
