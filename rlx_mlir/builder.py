@@ -829,6 +829,7 @@ class Builder:
             raise RlxError(f"cannot use the complex constant {shown} as {dtype}: its "
                            "imaginary part would be lost (rlx does not promote real "
                            "tensors to complex)", loc=loc_from_attr(_user_location()))
+        _refuse_extended_precision(value)
         with np.errstate(over="ignore"):  # f16_tensor + 1e6 is inf, as numpy's f16
             array = np.asarray(value, dtype=NUMPY_DTYPES[dtype] if dtype else None)
         if array.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
@@ -893,6 +894,17 @@ def innermost(*operands: Any) -> Builder:
                           if "list" in kinds or "tuple" in kinds else ""),
                        loc=loc_from_attr(_user_location()))
     return max(builders, key=nesting_depth)
+
+
+def _refuse_extended_precision(value: Any) -> None:
+    """numpy's float128 / complex256 have no rlx dtype; the usual way to get one by
+    mistake is ``np.ones(3, x.dtype)`` with an f16 tensor (numpy reads ``"f16"`` as a
+    16-byte float), which was silently rounded to the tensor's dtype."""
+    if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "fc" \
+            and value.dtype.itemsize > (8 if value.dtype.kind == "f" else 16):
+        raise RlxError(f"numpy {value.dtype} data has no rlx dtype (numpy reads the dtype "
+                       "string 'f16' as float128: use np.float16, ml_dtypes.bfloat16 or "
+                       "rlx.nn.ones_like / zeros_like)", loc=loc_from_attr(_user_location()))
 
 
 def _dtype_name(dtype: Any) -> str:

@@ -328,3 +328,11 @@ def test_dot_general_preferred_element_type_keeps_f32_for_halves():
     got = rlx.jit(lambda a, b: rlx.dot_general(a, b, dims, preferred_element_type="f32"))(a, b)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-6)
+
+
+def test_numpy_float128_data_is_an_error_not_rounded():
+    """``np.ones(3, x.dtype)`` with an f16 tensor makes numpy float128 ('f16' is a 16-byte
+    float to numpy); rlx.nn functions rounded it silently."""
+    x = np.ones(3, np.float16)
+    with pytest.raises(rlx.RlxError, match="float128"):
+        rlx.jit(lambda x: rlx.nn.maximum(x, np.ones(3, "f16")))(x)
