@@ -242,6 +242,11 @@ def dequant_matmul(x: Tensor, w_q: Any, scale: Any, zero_point: Any = None,
             raise _error(f"{caller}: scheme {decoder.name!r} takes no zero_point")
         shift = _block_grid(caller, zero_point, b, "i32", grid, "zero_point").astype(x.dtype)
     s = _scale_grid(caller, scale, b, x.dtype, grid, decoder)
+    if decoder.group is None and not (isinstance(global_scale, (int, float, np.number))
+                                      and not isinstance(global_scale, bool)
+                                      and global_scale == 1.0):
+        raise _error(f"{caller}: global_scale is for scheme 'nvfp4' only (scheme "
+                     f"{decoder.name!r} takes its scales in scale); got {global_scale!r}")
     if decoder.group is not None:
         s = s * _number_or_tensor(caller, global_scale, b, x.dtype, "global_scale")
     bytes_ = w_q.reshape((blocks, size, w_q.shape[1]))
@@ -349,7 +354,8 @@ def _trace_of(*values: Any) -> Builder | None:
 
 
 def _byte_operand(caller: str, w_q: Any, decoder: ByteScheme, trace: Builder | None,
-                  what: str = "w_q", want: str | None = None) -> Tensor:
+                  what: str = "w_q", want: str | None = None,
+                  scheme: str | None = None) -> Tensor:
     """``w_q`` as a 2-d i8 tensor: numpy bytes (int8; uint8 and this scheme's float8 dtype
     too for byte schemes) become a constant of ``trace``."""
     if isinstance(w_q, (np.ndarray, np.generic)):
@@ -363,7 +369,8 @@ def _byte_operand(caller: str, w_q: Any, decoder: ByteScheme, trace: Builder | N
             f"{np.asarray(w_q).dtype}{list(np.shape(w_q))}"
         want = want or ("a 2-d i8 array [K, N]" if decoder.decode is None else
                         f"a 2-d byte array (int8 or uint8) [K, {'N / 2' if decoder.packed else 'N'}]")
-        raise _error(f"{caller}: {what} must be {want} for scheme {decoder.name!r}, got {got}")
+        raise _error(f"{caller}: {what} must be {want} for scheme {scheme or decoder.name!r}, "
+                     f"got {got}")
     return w_q
 
 
@@ -402,7 +409,7 @@ def _scale_grid(caller: str, scale: Any, b: Builder, dtype: str, grid: tuple[int
         return _block_grid(caller, scale, b, dtype, grid, "scale")
     e4m3 = DEQUANT_SCHEMES["fp8_e4m3"]
     want = f"E4M3 bytes (uint8, int8 or float8_e4m3fn) of shape {list(grid)}"
-    scale = _byte_operand(caller, scale, e4m3, b, "scale", want)
+    scale = _byte_operand(caller, scale, e4m3, b, "scale", want, scheme=decoder.name)
     if scale.shape != grid:
         raise _error(f"{caller}: scale must be {want} (blocks of 16 along K, N), got "
                      f"{list(scale.shape)}")

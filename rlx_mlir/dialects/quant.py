@@ -16,7 +16,7 @@ Rounding is half away from zero, as everywhere in rlx::
   ``clamp(round(x / s), -q, q) s`` with ``q = 2^(bits-1) - 1`` (bits 8, 4 or 2) and the
   per-batch scale ``s = max(max|x| / q, 1e-12)`` over each channel, or the given ``scale``
   operand (SPEC's Fixed mode). Its gradient is a straight-through estimate: ``ste`` =
-  ``identity`` (dy), ``clipped_identity`` (dy where ``|x| <= q s``), ``tanh``
+  ``identity`` (dy), ``clipped_identity`` (dy where ``|round(x / s)| <= q``), ``tanh``
   (``dy (1 - tanh^2(x / s))``) or ``hard_tanh`` (``dy max(0, 1 - |x| / (q s))``), with
   the forward pass's scale (SPEC defect 21 recomputed it).
 * ``fake_quantize_lsq{bits, axis}``: the same with a learnable ``scale`` operand (LSQ):

@@ -463,3 +463,31 @@ def test_dequant_matmul_scheme_errors():
              r"w_q must be a 2-d i8 array \[K, N\] for scheme 'int8', got uint8")):
         with pytest.raises(rlx.RlxError, match=message):
             rlx.jit(call)(x)
+
+
+def test_review_clipped_ste_keeps_the_range_defining_element():
+    """``q * fl(max|x| / q)`` can round below ``max|x|``: the clipped estimate tested
+    ``|x| <= q s`` and zeroed the largest element's gradient; it now tests the level
+    ``|round(x / s)| <= q``, as torch's fake-quantize mask."""
+    import torch
+
+    x = np.array([0.5, -1.91, 1.0], np.float32)
+    got = rlx.grad(lambda x: rlx.quant.fake_quantize(x, bits=4, ste="clipped_identity").sum())(x)
+    t = torch.tensor(x, requires_grad=True)
+    torch.fake_quantize_per_tensor_affine(t, float(np.float32(1.91) / np.float32(7)), 0, -7,
+                                          7).sum().backward()
+    np.testing.assert_array_equal(got, t.grad.numpy())
+    wide = np.array([0.1, 5.0], np.float32)  # fixed scale 1, q = 7 at bits 4: 5 stays in
+    fixed = rlx.grad(lambda x: rlx.quant.fake_quantize(x * 3, bits=4, scale=np.float32(1.0),
+                                                       ste="clipped_identity").sum())(wide)
+    np.testing.assert_array_equal(fixed, [3.0, 0.0])
+
+
+def test_review_dequant_matmul_argument_errors():
+    x = np.ones((1, 32), np.float32)
+    with pytest.raises(rlx.RlxError, match="global_scale is for scheme 'nvfp4' only"):
+        rlx.quant.dequant_matmul(x, np.ones((32, 2), np.int8), np.ones(2, np.float32),
+                                 global_scale=2.0)
+    with pytest.raises(rlx.RlxError, match="for scheme 'nvfp4'"):
+        rlx.quant.dequant_matmul(x, np.zeros((32, 4), np.uint8), np.ones((2, 8), np.float32),
+                                 scheme="nvfp4")

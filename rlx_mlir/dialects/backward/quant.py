@@ -118,7 +118,10 @@ OPS = [FakeQuantizeBackwardOp, FakeQuantizeLsqBackwardXOp, FakeQuantizeLsqBackwa
 
 
 def _clipped(s: Any, v: Any, sc: Any, qmax: int) -> Any:
-    return s.select(s.cmp("le", s.abs(v), s.mul(sc, float(qmax))), s.scalar(1.0, v.type), 0.0)
+    """1 where ``x``'s level ``round(x / s)`` is in range (as torch's mask): ``|x| <= q s``
+    dropped the largest element when ``q * fl(max|x| / q)`` rounded below ``max|x|``."""
+    level = s.abs(s.round_half_away(s.div(v, sc)))
+    return s.select(s.cmp("le", level, float(qmax)), s.scalar(1.0, v.type), 0.0)
 
 
 def _tanh_slope(s: Any, v: Any, sc: Any, qmax: int) -> Any:
@@ -132,7 +135,7 @@ def _hard_tanh_slope(s: Any, v: Any, sc: Any, qmax: int) -> Any:
 
 STE_FACTORS: dict[str, tuple[Callable[..., np.ndarray], Callable[..., Any]]] = {
     "identity": (lambda x, s, q: np.ones_like(x), lambda e, v, sc, q: 1.0),
-    "clipped_identity": (lambda x, s, q: np.abs(x) <= q * s, _clipped),
+    "clipped_identity": (lambda x, s, q: np.abs(round_half_away(x / s)) <= q, _clipped),
     "tanh": (lambda x, s, q: 1 - np.tanh(x / s) ** 2, _tanh_slope),
     "hard_tanh": (lambda x, s, q: np.maximum(0, 1 - np.abs(x) / (q * s)), _hard_tanh_slope),
 }
