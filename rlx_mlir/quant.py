@@ -43,8 +43,11 @@ def _float_input(caller: str, x: Any, *others: Any) -> Tensor:
     if not isinstance(x, Tensor):
         raise _error(f"{caller}: expected a traced tensor (outside a trace, numpy arrays "
                      f"too), got {type(x).__name__}")
+    if x.dtype in ("f16", "bf16"):  # next to f32 scales or zero points: f32, as JAX promotes
+        return x.astype("f32")
     if x.dtype not in FLOAT_DTYPES:
-        raise _error(f"{caller}: expected an f32 or f64 array, got {x.dtype} (cast it first)")
+        raise _error(f"{caller}: expected a float array (f32, f64, f16, bf16), got {x.dtype} "
+                     "(cast it first)")
     return x
 
 
@@ -85,7 +88,8 @@ def _constant_array(caller: str, value: Any, dtype: str, what: str) -> np.ndarra
         array = given.astype(NUMPY_DTYPES[dtype])
     except (TypeError, ValueError):
         given = array = None
-    if array is None or given.dtype.kind not in "iuf" or (
+    if array is None or (given.dtype.kind not in "iuf" and given.dtype not in (
+            NUMPY_DTYPES["bf16"],)) or (
             dtype == "i32" and not np.array_equal(array, given)):
         kind = "integers" if dtype == "i32" else "numbers"
         raise _error(f"{caller}: {what} must be {kind} (a number or an array), got {value!r}")

@@ -491,3 +491,23 @@ def test_review_dequant_matmul_argument_errors():
     with pytest.raises(rlx.RlxError, match="for scheme 'nvfp4'"):
         rlx.quant.dequant_matmul(x, np.zeros((32, 4), np.uint8), np.ones((2, 8), np.float32),
                                  scheme="nvfp4")
+
+
+def test_review_half_activations_with_f32_scales_promote():
+    """bf16 / f16 activations next to f32 scale arrays compute in f32 (JAX's promotion);
+    they were refused with an error blaming ``x``. A bf16 numpy scale works eagerly."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 64)).astype(ml_dtypes.bfloat16)
+    w = rng.integers(-128, 128, (64, 32)).astype(np.int8)
+    s32 = np.full(32, 0.02, np.float32)
+    want = x.astype(np.float32) @ (w.astype(np.float32) * s32)
+    for fn in (rlx.quant.dequant_matmul, rlx.jit(rlx.quant.dequant_matmul)):
+        got = fn(x, w, s32)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    half = rlx.quant.dequant_matmul(x, w, s32.astype(ml_dtypes.bfloat16))
+    assert half.dtype == ml_dtypes.bfloat16
+    assert rlx.quant.fake_quantize(x, bits=4, axis=1, scale=np.full(64, .1, np.float32)).dtype \
+        == np.float32
