@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-CONTRACTION_VERSION = "contract-v11"
+CONTRACTION_VERSION = "contract-v12"
 
 
 @dataclass(frozen=True)
@@ -591,6 +591,7 @@ def apply_contractions(module: Any) -> int:
     """The ``contractions`` stage: rewrite every contraction generic; returns how many."""
     from mlir import ir
 
+    from rlx_mlir.lowering.broadcast_reductions import split_broadcast_reductions
     from rlx_mlir.lowering.skinny_decode import fuse_decodes_into_skinny_matmuls
 
     if not enabled():
@@ -618,7 +619,8 @@ def apply_contractions(module: Any) -> int:
             rewrite(o, c)
     for o in matmuls:
         read_lhs_transposed(o)
-    return len(found) + len(matmuls) + fuse_decodes_into_skinny_matmuls(module)
+    return (len(found) + len(matmuls) + fuse_decodes_into_skinny_matmuls(module)
+            + split_broadcast_reductions(module))
 
 
 SKINNY_ROWS = 4

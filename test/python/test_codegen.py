@@ -1091,3 +1091,22 @@ def test_table_decodes_fuse_into_a_decode_step_as_vector_gathers(scheme):
     np.testing.assert_allclose(fn(x, w), x @ weights, rtol=1e-4, atol=1e-3)
     product = _decode_step_generic(fn, x, w)
     assert "tensor.extract " in product and "rlx_gather" in product
+
+
+def test_a_reduction_that_ignores_an_output_dim_is_computed_once():
+    """``grad((x @ w').sum())`` w.r.t. ``x`` is ``ones @ w'^T``: fusion left one reduction
+    ``dx[m, k] = sum_n w'[k, n]`` that summed ``w'`` once per row of ``dx`` (64x1024x1024:
+    286 ms). It is now the reduction over ``(k, n)`` alone, then a broadcast over ``m``."""
+    m, k, n = 64, 1024, 1024
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    s = (rng.random(n) * 0.1 + 0.01).astype(np.float32)
+    fn = rlx.jit(rlx.grad(lambda x, w, s: (x @ (w.reshape((1, k, n)) * s).reshape((k, n))).sum()))
+    want = np.broadcast_to((w.astype(np.float64) * s).sum(1), (m, k))
+    np.testing.assert_allclose(fn(x, w, s), want, rtol=1e-4, atol=1e-4)
+    text = stage_texts(fn.lower(x, w, s).module)["contractions"]
+    reductions = [g for g in text.split("linalg.generic")[1:] if '"reduction"' in g.split("{")[1]]
+    assert len(reductions) == 1
+    assert re.search(r"\} -> tensor<([0-9x]+)xf32>", reductions[0]).group(1) == f"1x{k}"
+    assert '["reduction", "parallel", "parallel"]' in reductions[0]  # n outermost
