@@ -1028,6 +1028,10 @@ def _divmod(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
                        loc=loc_from_attr(_user_location()))
     if a.dtype == "i1":
         a, b = a.astype("i32"), b.astype("i32")  # numpy: bool // bool is integer
+    if a.dtype in ("f16", "bf16"):  # one computation in f32, rounded once: each op of the
+        half = a.dtype              # formula rounded to half (bf16 66 // 0.664 gave 98, not 99)
+        q, r = _float_divmod(a.astype("f32"), b.astype("f32"))
+        return q.astype(half), r.astype(half)
     return (_float_divmod if _is_inexact(a.dtype) else _int_divmod)(a, b)
 
 

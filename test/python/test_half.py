@@ -336,3 +336,16 @@ def test_numpy_float128_data_is_an_error_not_rounded():
     x = np.ones(3, np.float16)
     with pytest.raises(rlx.RlxError, match="float128"):
         rlx.jit(lambda x: rlx.nn.maximum(x, np.ones(3, "f16")))(x)
+
+
+def test_half_floor_division_is_numpys():
+    """``//`` and ``%`` of halves compute in f32 and round once (each op of the formula
+    rounded to the half type: bf16 ``66 // 0.6640625`` gave 98 where numpy gives 99)."""
+    bf16 = ml_dtypes.bfloat16
+    for dt, a, b in [(bf16, [66.0, 548.0, -161.0], [0.6640625, 3.546875, 0.75]),
+                     (np.float16, [344.0, 158.625], [0.339111328125, 0.09405517578125])]:
+        a, b = np.array(a, dt), np.array(b, dt)
+        q, r = rlx.jit(lambda a, b: divmod(a, b))(a, b)
+        assert q.dtype == dt and r.dtype == dt
+        np.testing.assert_array_equal(q, a // b)
+        np.testing.assert_array_equal(r, a % b)
