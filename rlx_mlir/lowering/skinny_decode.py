@@ -35,11 +35,12 @@ def fuse_decodes_into_skinny_matmuls(module: Any) -> int:
 
 def _decoded_weight(op: Any) -> Any:
     """The decode generic behind a skinny matmul's ``B`` (through a collapse of its
-    leading dims into ``K``), or None when the matmul is not one to rewrite."""
+    leading dims into ``K``), or None when the matmul is not one to rewrite. ``N`` needs
+    only be a multiple of 16: the row schedule splits off the part past the last 64."""
     from mlir import ir
 
     from rlx_mlir.lowering.contractions import _default_maps
-    from rlx_mlir.lowering.schedules import NR, SKINNY_MIN_WEIGHTS
+    from rlx_mlir.lowering.schedules import SKINNY_MIN_WEIGHTS
 
     if op.parent.name != "func.func" or not _default_maps(op):
         return None
@@ -47,7 +48,7 @@ def _decoded_weight(op: Any) -> Any:
     if not (a.has_static_shape and b.has_static_shape):
         return None
     (m, k), (_, n) = a.shape, b.shape
-    if m >= SKINNY_ROWS or n % NR or k * n < SKINNY_MIN_WEIGHTS:
+    if m >= SKINNY_ROWS or n % 16 or k * n < SKINNY_MIN_WEIGHTS:
         return None
     value = op.operands[1]
     producer = _owner(value)
