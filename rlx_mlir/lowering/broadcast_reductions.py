@@ -117,15 +117,8 @@ def _restricted(amap: Any, renumber: dict[int, int], count: int) -> Any:
 
 def _move_body(source: Any, target: Any) -> None:
     """Clone ``source``'s body into ``target``'s empty region (same block arguments)."""
-    from mlir import ir
+    from rlx_mlir.lowering.contractions import replay_ops
 
     old = source.regions[0].blocks[0]
     block = target.regions[0].blocks.append(*[a.type for a in old.arguments])
-    mapping = {old.arguments[i]: block.arguments[i] for i in range(len(old.arguments))}
-    with ir.InsertionPoint(block):
-        for inner in old.operations:
-            new = inner.clone().operation
-            for before, after in mapping.items():
-                new.replace_uses_of_with(before, after)
-            for r_old, r_new in zip(inner.results, new.results, strict=True):
-                mapping[r_old] = r_new
+    replay_ops(old.operations, block, dict(zip(old.arguments, block.arguments, strict=True)))

@@ -442,15 +442,25 @@ def _materialized(op: Any, c: Contraction, f: Factor, order: list[int]) -> Any:
     block = generic.regions[0].blocks.append(*[_element_type(v) for v in inputs], etype)
     old_args = _body(op).arguments
     mapping = {old_args[i]: block.arguments[j] for j, i in enumerate(f.inputs)}
+    replay_ops(f.ops, block, mapping)
     with ir.InsertionPoint(block):
-        for old in f.ops:
+        linalg.YieldOp([mapping[f.value]])
+    return generic.results[0]
+
+
+def replay_ops(ops: Any, block: Any, mapping: dict) -> dict:
+    """Clone ``ops`` (upstream bindings) at the end of ``block``, their operands renamed by
+    ``mapping``, which gains each old result -> its clone; returns ``mapping``."""
+    from mlir import ir
+
+    with ir.InsertionPoint(block):
+        for old in ops:
             new = old.clone().operation
             for before, after in mapping.items():
                 new.replace_uses_of_with(before, after)
             for r_old, r_new in zip(old.results, new.results, strict=True):
                 mapping[r_old] = r_new
-        linalg.YieldOp([mapping[f.value]])
-    return generic.results[0]
+    return mapping
 
 
 def _initial(op: Any, c: Contraction, lengths: list[int]) -> Any:

@@ -140,19 +140,12 @@ def _fuse(op: Any, decode: Any) -> None:
 def _replayed_body(decode: Any, block: Any) -> Any:
     """Clone ``decode``'s body into ``block`` (its inputs are ``block``'s arguments from
     the second on); returns the value it yields."""
-    from mlir import ir
+    from rlx_mlir.lowering.contractions import replay_ops
 
     old = decode.regions[0].blocks[0]
-    mapping = {old.arguments[i]: block.arguments[i + 1]
-               for i in range(len(old.arguments) - 1)}
     ops = list(old.operations)
-    with ir.InsertionPoint(block):
-        for inner in ops[:-1]:
-            new = inner.clone().operation
-            for before, after in mapping.items():
-                new.replace_uses_of_with(before, after)
-            for r_old, r_new in zip(inner.results, new.results, strict=True):
-                mapping[r_old] = r_new
+    mapping = replay_ops(ops[:-1], block, {old.arguments[i]: block.arguments[i + 1]
+                                           for i in range(len(old.arguments) - 1)})
     yielded = ops[-1].operands[0]
     return mapping.get(yielded, yielded)
 
