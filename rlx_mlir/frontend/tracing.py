@@ -36,6 +36,7 @@ from rlx_mlir.builder import Builder, Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
 from rlx_mlir.dialects.base import NUMPY_DTYPES, REAL_FLOAT_DTYPES
 from rlx_mlir.ir import find_func, to_text
+from rlx_mlir.runtime.gc_pause import collector_paused
 
 if TYPE_CHECKING:
     from rlx_mlir.runtime.jit import Executable
@@ -550,7 +551,8 @@ class Transformed:
 
     def _first_call(self, args: tuple) -> Any:
         """A call inside a trace (inlined), or the first native call of a signature."""
-        traced, entry, finish, executable = self._prepare(args)
+        with collector_paused():
+            traced, entry, finish, executable = self._prepare(args)
         outer = _inside_trace(args)
         if outer is not None:
             operands = self._operands(args, traced)

@@ -214,10 +214,11 @@ def _vec_size(n: int) -> int | None:
 # ---------------------------------------------------------------- schedule fragments
 
 
-def _match(i: int, opname: str, into: str | None = None) -> str:
+def _match(i: int, opname: str, into: str | None = None, scope: str = "%root") -> str:
+    """``into`` = op ``i`` matched by its tag in ``scope`` (a walk of all of ``scope``)."""
     into = into or f"%op{i}"
     return (f"    {into} = transform.structured.match ops{{[\"{opname}\"]}} "
-            f"attributes{{{ATTR} = {i} : i64}} in %root "
+            f"attributes{{{ATTR} = {i} : i64}} in {scope} "
             f": (!transform.any_op) -> !transform.any_op\n")
 
 
@@ -590,7 +591,9 @@ def _packed_matmul_fragment(i: int, info: OpInfo, threads: int,
                  f": (!transform.any_op) -> !transform.any_op\n"
                  f"    transform.structured.vectorize %hA{i} vector_sizes {a_tile} "
                  f": !transform.any_op\n")
-    text += _match(i, info.name, f"%r{i}")
+    # found again inside its own loop nest (canonicalization rewrites the nest's body,
+    # never the nest's op): in the whole module it was a walk per matmul, quadratic in depth
+    text += _match(i, info.name, f"%r{i}", f"%f{i}")
     text += (f"    %t{i}, %kl{i} = transform.structured.tile_using_for %r{i} tile_sizes [0, 0, 1] "
              f": (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n"
              f"    transform.structured.vectorize %t{i} {{create_named_contraction}} "

@@ -47,6 +47,7 @@ from xdsl.dialects.builtin import ModuleOp
 from rlx_mlir.diagnostics import RlxError, int_setting, loc_from_attr
 from rlx_mlir.dialects.base import numpy_dtype, shape_of
 from rlx_mlir.runtime import native, threads
+from rlx_mlir.runtime.gc_pause import collector_paused
 from rlx_mlir.runtime.signature import Signature, signature_from_json, signature_to_json
 from rlx_mlir.runtime.timing import Phases, print_report, timing_requested
 
@@ -755,8 +756,11 @@ def compile(module_or_text: ModuleOp | str | Traced, entry: str | None = None) -
     With an ``entry``, only it and the functions it calls are compiled. Data constants
     (:mod:`rlx_mlir.runtime.hoist`) are not part of the cache key: a module that differs
     from a compiled one only in their values reuses its native code."""
-    from rlx_mlir.runtime import native
+    with collector_paused():
+        return _compile(module_or_text, entry)
 
+
+def _compile(module_or_text: ModuleOp | str | Traced, entry: str | None) -> Executable:
     native.check_settings()  # a bad knob is an error even when the cache would hit
     module, text, entry, hidden = _module_and_text(module_or_text, entry)
     with _CACHE_LOCK:

@@ -85,6 +85,21 @@ def test_packed_matmul_schedule_ir_512():
     assert schedules.LAST_COUNTS.get("matmul_packed") == 1
 
 
+def test_schedule_script_walks_the_module_once(monkeypatch, capsys):
+    """Every scheduled op is found by one match of the whole module (split into a handle
+    per op); a packed matmul found again after canonicalizing looks in its own loop nest.
+    A walk of the module per op made the schedule stage quadratic in a model's depth."""
+    b = rlx.Builder("two")
+    h = b.relu(b.input("x", (256, 512)) @ b.param("w1", (512, 512)))
+    b.ret(h @ b.param("w2", (512, 256)))
+    monkeypatch.setenv("RLX_DUMP_SCHEDULE", "1")
+    stage_texts(b.module)
+    script = capsys.readouterr().err
+    assert schedules.LAST_COUNTS.get("matmul_packed") == 2
+    assert len(re.findall(r"structured\.match .* in %root\d* :", script)) == 1
+    assert len(re.findall(r"%r\d+ = transform\.structured\.match .* in %f\d+ :", script)) == 2
+
+
 @pytest.mark.parametrize("runtime", ["openmp", "async"])
 def test_thread_split_ir(monkeypatch, runtime, rng):
     monkeypatch.setenv("RLX_NUM_THREADS", "2")

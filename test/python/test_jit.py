@@ -488,3 +488,37 @@ def test_an_entry_compiles_only_what_it_reaches():
     xs = np.linspace(-1, 1, 4).astype(np.float32)
     _, dx = grad(xs, np.float32(1))
     np.testing.assert_allclose(dx, 1 - np.tanh(xs) ** 2, rtol=1e-5)
+
+
+def test_compile_pauses_the_garbage_collector(monkeypatch, tmp_path):
+    """No cyclic collection runs during a compile (each one walked the whole heap of IR
+    objects: superlinear in the model's size), and the collector is on again after."""
+    import gc
+
+    monkeypatch.setenv("RLX_CACHE_DIR", str(tmp_path))
+    b = rlx.Builder("collected")
+    x = b.input("x", (64, 64))
+    for _ in range(20):
+        x = b.tanh(x @ b.param(f"w{_}", (64, 64)))
+    b.ret(x)
+    starts = []
+
+    def count(phase, info):
+        frame = sys._getframe(1)
+        while frame is not None and phase == "start":
+            if frame.f_code.co_name == "_lower" and "jit" in frame.f_code.co_filename:
+                starts.append(info["generation"])  # a collection inside the compile
+                return
+            frame = frame.f_back
+
+    thresholds = gc.get_threshold()
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        gc.set_threshold(1)  # would collect after every allocation
+        jit_compile(b.module)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(count)
+    assert not starts
+    assert gc.isenabled()
