@@ -644,7 +644,9 @@ def dropout(x: Tensor, rate: float, key: Tensor | int, training: bool = True) ->
 
     if isinstance(rate, Tensor) or isinstance(training, Tensor):
         raise RlxError("dropout: rate and training must be Python values (they choose the "
-                       "program), not traced ones", loc=loc_from_attr(_user_location()))
+                       "program), not traced ones: pass them to rlx.jit as static arguments "
+                       "(rlx.jit(f, static_argnames=('training',)))",
+                       loc=loc_from_attr(_user_location()))
     if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating, np.integer)) \
             or not isinstance(training, (bool, np.bool_, int, np.integer)):
         raise RlxError(f"dropout: rate must be a number and training a bool, got rate="

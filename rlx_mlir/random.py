@@ -1,16 +1,20 @@
 """Random numbers from explicit keys, as ``jax.random`` (ops: ``rlx.rng_uniform``,
 ``rlx.rng_normal``; the algorithm is in :mod:`rlx_mlir.dialects.random`).
 
-A key is an integer: a Python int, a numpy i32, or a traced 0-d integer tensor. The same
-key gives the same numbers; pass a new key each training step (an argument of the jitted
-step, e.g. the step number) and the one compiled program draws fresh numbers::
+A key is an integer: :func:`key` (an ``np.int64``), a Python or numpy integer, or a
+traced 0-d i64 or i32 tensor. The same key gives the same numbers; pass a new key each
+training step (an argument of the jitted step, e.g. from ``split``) and the one compiled
+program draws fresh numbers::
 
     @rlx.jit
     def step(params, x, key):
         h = rlx.nn.dropout(rlx.nn.relu(x @ params["w"]), 0.1, key)
         ...
 
-    step(params, x, np.int32(i))
+    key = rlx.random.key(0)
+    for i in range(steps):
+        key, sub = rlx.random.split(key)
+        step(params, x, sub)
 
 With a concrete key (a Python or numpy integer), each function draws at once and returns
 numpy, inside a trace too (where the numbers enter as a constant).
@@ -28,19 +32,33 @@ from rlx_mlir.builder import Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
 from rlx_mlir.dialects.base import FLOAT_DTYPES, NUMPY_DTYPES, tensor
 
-_KEY_BITS = 2.0**31
 _SPLIT_STREAM = 0x5BD1E995
 """Added to a key before :func:`split` draws from it: the children come from another
 stream than the parent's own samples."""
+_KEY_BITS = {"i64": (2.0**53, 0.0), "i32": (2.0**32, 2.0**31)}
+"""(scale, offset) of the f64 uniform :func:`split` turns into a key: 53 random bits (all
+an f64 uniform has) for i64 keys, all 32 for i32 ones."""
+_KEY_DTYPE = {4: "i32", 8: "i64"}
+
+
+def key(seed: int) -> np.ndarray:
+    """A 0-d ``np.int64`` key (``jax.random.key``). Any integer is a key, but :func:`split`
+    gives keys of its key's dtype, and i64 ones (53 random bits) are the ones that do not
+    repeat in long runs: a Python int is an i32 key (as ``jit`` takes it).
+
+    >>> k1, k2 = rlx.random.split(rlx.random.key(0))    # doctest: +SKIP
+    """
+    return _concrete_key(seed).astype(np.int64)
 
 
 def _concrete_key(key: Any) -> np.ndarray | None:
-    """A Python or numpy integer key as a 0-d i32 array (None for a traced one): a 64-bit
-    key is folded as a traced i64 one is (:func:`_fold`); a wider one is an error."""
+    """A Python or numpy integer key as a 0-d array: int32 for a Python int that fits (as
+    ``jit`` takes it) or a numpy integer of 32 bits or fewer, else int64 (None for a
+    traced key); wider than 64 bits is an error. Samples depend on the value only."""
     if isinstance(key, Tensor):
         return None
     if isinstance(key, np.ndarray) and key.shape == () and key.dtype.kind in "iu":
-        key = key.item()
+        key = key[()]
     if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)):
         raise _key_error(f"an array of shape {key.shape}" if isinstance(key, np.ndarray)
                          else type(key).__name__)
@@ -48,33 +66,24 @@ def _concrete_key(key: Any) -> np.ndarray | None:
         raise RlxError(f"the random key {int(key)} does not fit 64 bits",
                        loc=loc_from_attr(_user_location()))
     wrapped = (int(key) + 2**63) % 2**64 - 2**63  # a uint64 key as the i64 of its bits
-    return np.asarray(_fold(wrapped), np.int32)
+    narrow = -(2**31) <= wrapped < 2**31 and (
+        isinstance(key, int) or key.dtype.itemsize <= 4)  # type: ignore[union-attr]
+    return np.asarray(wrapped, np.int32 if narrow else np.int64)
 
 
 def _key_error(what: str) -> RlxError:
-    return RlxError(f"a random key must be an integer scalar (a Python int, np.int32, or a "
-                    f"0-d integer tensor, e.g. an element of rlx.random.split); got {what}",
-                    loc=loc_from_attr(_user_location()))
+    return RlxError(f"a random key must be an integer scalar (rlx.random.key(seed), a Python "
+                    f"int, np.int64, or a 0-d integer tensor, e.g. an element of "
+                    f"rlx.random.split); got {what}", loc=loc_from_attr(_user_location()))
 
 
 def _key(key: Tensor) -> Tensor:
-    """A traced key as the 0-d i32 the ops take (an i64 one folded by :func:`_fold`)."""
-    if key.shape != () or key.dtype not in ("i32", "i64"):
+    """A traced key as the 0-d i64 or i32 the ops take (narrower ints widen to i32)."""
+    if key.shape != () or key.dtype not in ("i8", "i16", "i32", "i64", "ui8", "ui16",
+                                            "ui32", "ui64"):
         raise _key_error(f"{key.dtype}{list(key.shape)}")
-    return key if key.dtype == "i32" else _fold(key).astype("i32")
-
-
-_FOLD = 0x9E3779B1
-_2_32 = 2**32
-
-
-def _fold(key: Any) -> Any:
-    """A 64-bit key as one of 32 bits (a Python int, or an i64 tensor: the same wrapping
-    arithmetic): ``lo + hi * 0x9E3779B1`` with ``lo`` its sign-extended low 32 bits, so an
-    int32 key is itself and wider keys do not collide with its low bits."""
-    lo = (key + 2**31) % _2_32 - 2**31
-    hi = (key - lo) // _2_32
-    return (lo + hi * _FOLD + 2**31) % _2_32 - 2**31
+    return key if key.dtype in ("i32", "i64") else key.astype(
+        "i64" if key.dtype in ("ui32", "ui64") else "i32")
 
 
 def _dims(shape: Any) -> tuple[int, ...]:
@@ -105,6 +114,8 @@ def _sample(op: str, key: Any, shape: Any, dtype: Any) -> Tensor | np.ndarray:
         from rlx_mlir.dialects import random as ops
 
         kind = {"rng_uniform": ops.RngUniformOp, "rng_normal": ops.RngNormalOp}[op]
+        ops.check_sample_size(dims, lambda message: RlxError(
+            message, loc=loc_from_attr(_user_location())))
         return ops.draw(kind, concrete, dims, NUMPY_DTYPES[name])
     k = _key(key)
     return k.builder.emit(op, k, out=[tensor(dims, name)])  # type: ignore[return-value]
@@ -142,14 +153,38 @@ def uniform(key: Any, shape: Sequence[int] | int = (), dtype: Any = "f32",
         return u
     for name, bound in (("minval", minval), ("maxval", maxval)):
         _check_bound(name, bound, _dims(shape))
+    _check_interval(minval, maxval)
     from rlx_mlir import nn
 
     scaled = u * (maxval - minval) + minval
     # rounding can reach maxval itself (u = 1 - 2^-24 with [1, 2)): that draw is minval
     out = nn.where(scaled < maxval, scaled, minval)
+    # f64 bounds do not widen the dtype asked for (JAX's rule), traced or not
     if isinstance(out, np.ndarray) and isinstance(u, np.ndarray) and out.dtype != u.dtype:
-        out = out.astype(u.dtype)  # numpy f64 bounds do not widen the dtype asked for
+        out = out.astype(u.dtype)
+    elif isinstance(out, Tensor) and out.dtype != _dtype_name(dtype):
+        out = out.astype(_dtype_name(dtype))
     return out
+
+
+def _dtype_name(dtype: Any) -> str:
+    from rlx_mlir.builder import _dtype_name as name
+
+    return name(dtype)
+
+
+def _check_interval(minval: Any, maxval: Any) -> None:
+    """Known bounds must be finite with ``minval <= maxval`` (``torch.Tensor.uniform_``'s
+    rule; the samples would be all ``minval``, or NaN, without a word)."""
+    if isinstance(minval, Tensor) or isinstance(maxval, Tensor):
+        return
+    low, high = np.asarray(minval, np.float64), np.asarray(maxval, np.float64)
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+        raise RlxError(f"uniform: the bounds must be finite, got minval={minval!r}, "
+                       f"maxval={maxval!r}", loc=loc_from_attr(_user_location()))
+    if np.any(low > high):
+        raise RlxError(f"uniform: minval {minval!r} is above maxval {maxval!r}",
+                       loc=loc_from_attr(_user_location()))
 
 
 def normal(key: Any, shape: Sequence[int] | int = (), dtype: Any = "f32") -> Tensor:
@@ -157,11 +192,11 @@ def normal(key: Any, shape: Sequence[int] | int = (), dtype: Any = "f32") -> Ten
     return _sample("rng_normal", key, shape, dtype)
 
 
-def bernoulli(key: Any, p: float = 0.5, shape: Sequence[int] | int = ()) -> Tensor:
+def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | int | None = None) -> Tensor:
     """Booleans, true with probability ``p`` (``jax.random.bernoulli``); ``p`` broadcasts
-    to ``shape``."""
+    to ``shape`` (default: ``p``'s shape). A known ``p`` must lie in ``[0, 1]``."""
     p_shape = p.shape if isinstance(p, Tensor) else np.shape(p)
-    dims = _dims(shape)
+    dims = _dims(p_shape if shape is None else shape)
     try:
         fits = np.broadcast_shapes(p_shape, dims) == tuple(dims)
     except ValueError:
@@ -172,21 +207,36 @@ def bernoulli(key: Any, p: float = 0.5, shape: Sequence[int] | int = ()) -> Tens
     if not isinstance(p, Tensor) and np.asarray(p).dtype.kind not in "fiub":
         raise RlxError(f"bernoulli: p must be a number or a float array, got {p!r}",
                        loc=loc_from_attr(_user_location()))
-    return _sample("rng_uniform", key, shape, "f32") < p
+    if not isinstance(p, Tensor) and not np.all((np.asarray(p) >= 0) & (np.asarray(p) <= 1)):
+        raise RlxError(f"bernoulli: p must lie in [0, 1], got {p!r}",
+                       loc=loc_from_attr(_user_location()))
+    return _sample("rng_uniform", key, dims, "f32") < p
 
 
 def split(key: Any, num: int = 2) -> tuple[Tensor, ...]:
-    """A tuple of ``num`` new keys (0-d i32) derived from ``key``, as
-    ``jax.random.split`` (``k1, k2 = rlx.random.split(key)``); drawn from another stream
-    than ``key``'s own samples."""
+    """A tuple of ``num`` new keys derived from ``key``, as ``jax.random.split``
+    (``k1, k2 = rlx.random.split(key)``), drawn from another stream than ``key``'s own
+    samples, of ``key``'s dtype: i64 keys have 53 random bits (a chain ``key, sub =
+    split(key)`` revisits a key after about 2^26 steps), i32 keys 32 (after about 2^16:
+    start from :func:`key`)."""
     concrete = _concrete_key(key)
+    kind = _key(key).dtype if concrete is None else _KEY_DTYPE[concrete.dtype.itemsize]
     if concrete is None:
-        shifted = _key(key) + np.int32(_SPLIT_STREAM)
-    else:  # the same wrapping i32 sum
-        shifted = np.int32((int(concrete) + _SPLIT_STREAM + 2**31) % 2**32 - 2**31)
+        shifted = _key(key).astype("i64") + np.int64(_SPLIT_STREAM)
+    else:  # the same wrapping i64 sum
+        shifted = np.int64((int(concrete) + _SPLIT_STREAM + 2**63) % 2**64 - 2**63)
     bits = _sample("rng_uniform", shifted, _dims(num), "f64")
-    keys = (bits * _KEY_BITS).astype(np.int32)
+    scale, offset = _KEY_BITS[kind]
+    if concrete is not None:  # floor, then an exact conversion (a float cast rounds)
+        keys = (np.floor(bits * scale) - offset).astype(NUMPY_DTYPES[kind])
+    else:
+        from rlx_mlir import nn
+
+        keys = (nn.floor(bits * scale) - offset).astype(kind)
     return tuple(keys[i] for i in range(int(num)))
+
+
+
 
 
 def categorical(key: Any, logits: Any, axis: int = -1) -> Tensor | np.ndarray:

@@ -1,29 +1,31 @@
 """Random family: counter-based uniform and normal samples from an integer key (SPEC 2.2.11).
 
-The key is an i32 tensor operand rather than an attribute, so one compiled program draws
-new numbers each step when the caller passes a new key (SPEC defect 24: RLX's Sample
-re-seeded with the same constant on every execution). It is usually 0-d; a key of shape
-``K`` draws a sample of shape ``S`` per key into a result of shape ``K + S`` (how vmap
-batches keys)::
+The key is an i64 (or i32) tensor operand rather than an attribute, so one compiled
+program draws new numbers each step when the caller passes a new key (SPEC defect 24:
+RLX's Sample re-seeded with the same constant on every execution). It is usually 0-d; a
+key of shape ``K`` draws a sample of shape ``S`` per key into a result of shape ``K + S``
+(how vmap batches keys)::
 
-    %u = rlx.rng_uniform %key : (tensor<i32>) -> tensor<4x8xf32>
+    %u = rlx.rng_uniform %key : (tensor<i64>) -> tensor<4x8xf32>
     %n = rlx.rng_normal %keys : (tensor<3xi32>) -> tensor<3x16xf64>
 
 Element ``i`` (row-major within its sample) is a pure function of ``(key, i)``: two 32-bit words
-``word(key, 2i)`` and ``word(key, 2i + 1)`` of a hash (:func:`mix`, Wellons' lowbias32),
-so native code and the interpreter draw bit-identical words, and any tiling or thread
-split of the loop draws the same numbers. Uniform f32 takes 24 bits (``[0, 1)``), uniform
+``word(key, 2i)`` and ``word(key, 2i + 1)`` of a hash (:func:`mix`, Wellons' lowbias32)
+seeded by both halves of the key (:func:`key_seeds`: distinct 64-bit keys never share a
+stream), so native code and the interpreter draw bit-identical words, and any tiling or
+thread split of the loop draws the same numbers. A sample has fewer than 2^31 elements
+(the counters are 32-bit). Uniform f32 takes 24 bits (``[0, 1)``), uniform
 f64 53 bits; normal is Box-Muller on two 24-bit uniforms. Neither op has a gradient.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType, f32
+from xdsl.dialects.builtin import TensorType, f32, i32
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import operand_def, result_def
 
@@ -52,16 +54,32 @@ def mix(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def words(key: int, counters: np.ndarray) -> np.ndarray:
-    """``mix(mix(c + s) ^ s)`` for each counter ``c``, with ``s = mix(key + GOLDEN)``."""
+def key_seeds(key: int) -> tuple[np.uint32, np.uint32]:
+    """The two 32-bit seeds of a (64-bit) key: ``s1 = mix(lo + GOLDEN)`` of its low word
+    and ``s2 = s1 ^ mix(hi)`` of the bits past ``lo``'s sign extension. ``mix`` is a
+    bijection with ``mix(0) = 0``, so distinct keys have distinct seed pairs and an i32
+    key has ``s2 = s1``."""
+    lo = key & 0xFFFFFFFF
+    hi = ((key - (lo - (1 << 32) if lo >> 31 else lo)) >> 32) & 0xFFFFFFFF
     with np.errstate(over="ignore"):
-        seed = mix(np.array([np.uint32(key & 0xFFFFFFFF) + np.uint32(GOLDEN)], np.uint32))[0]
-        return mix(mix(counters.astype(np.uint32) + seed) ^ seed)
+        s1 = mix(np.array([lo], np.uint32) + np.uint32(GOLDEN))
+        return s1[0], (s1 ^ mix(np.array([hi], np.uint32)))[0]
+
+
+MAX_SAMPLE = 2**31 - 1
+"""Elements of one sample at most: a 32-bit counter numbers the words (two per element)."""
+
+
+def words(key: int, counters: np.ndarray) -> np.ndarray:
+    """``mix(mix(c + s1) ^ s2)`` for each counter ``c`` (:func:`key_seeds`)."""
+    s1, s2 = key_seeds(key)
+    with np.errstate(over="ignore"):
+        return mix(mix(counters.astype(np.uint32) + s1) ^ s2)
 
 
 class RngOp(RlxOp):
-    """Samples of the result type (f32 or f64, static shape ``K + S``) from i32 keys of
-    shape ``K`` (usually 0-d): one sample of shape ``S`` per key."""
+    """Samples of the result type (f32 or f64, static shape ``K + S``) from i64 or i32 keys
+    of shape ``K`` (usually 0-d): one sample of shape ``S`` (under 2^31 elements) per key."""
 
     key = operand_def(TensorType)
     result = result_def(TensorType)
@@ -74,15 +92,26 @@ class RngOp(RlxOp):
     def infer(cls, types, attrs, out):
         if out is None:
             raise ShapeError(f"'{cls.name}' needs its result type")
-        if dtype_of(types[0]) != "i32":
-            raise ShapeError(f"'{cls.name}' key must be an i32 tensor, got {types[0]}")
+        if dtype_of(types[0]) not in ("i32", "i64"):
+            raise ShapeError(f"'{cls.name}' key must be an i64 or i32 tensor, got {types[0]}")
         if dtype_of(out[0]) not in FLOAT_DTYPES:
             raise ShapeError(f"'{cls.name}' result must be f32 or f64, got {out[0]}")
         keys = shape_of(types[0])
         if shape_of(out[0])[:len(keys)] != keys:
             raise ShapeError(f"'{cls.name}' result shape {list(shape_of(out[0]))} must start "
                              f"with the key shape {list(keys)}")
+        check_sample_size(shape_of(out[0])[len(keys):], ShapeError)
         return [out[0]]
+
+
+def check_sample_size(sample: Sequence[int], error: Callable[[str], Exception]) -> None:
+    """An ``error`` for a sample of :data:`MAX_SAMPLE` + 1 elements or more (its numbers
+    would repeat after 2^31 elements)."""
+    count = int(np.prod(sample, dtype=object))
+    if count > MAX_SAMPLE:
+        raise error(f"a random sample of {count} elements per key: at most 2^31 - 1 (the "
+                    "numbers would repeat past that); draw it in parts with keys from "
+                    "rlx.random.split")
 
 
 # ---------------------------------------------------------------- the samplers (numpy)
@@ -110,14 +139,25 @@ def _normal(w0: np.ndarray, w1: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def _lower_words(s: Any, key: Any, shape: tuple[int, ...], n_keys: int) -> tuple[Any, Any]:
     """The two hash words of this element (i32 scalars), as :func:`words`: its flat index
     within its sample (the dims after the ``n_keys`` key dims)."""
-    flat = s.scalar(0, key.type)
-    for dim, stride in enumerate(_strides(shape)):
-        if dim >= n_keys and shape[dim] > 1:
-            flat = s.add(s.mul(s.cast(s.index(dim), "i32"), stride), flat)
+    flat = s.scalar(0, i32)
+    sample_strides = _strides(shape[n_keys:])
+    for dim in range(n_keys, len(shape)):
+        if shape[dim] > 1:
+            flat = s.add(s.mul(s.cast(s.index(dim), "i32"), sample_strides[dim - n_keys]), flat)
     counter = s.mul(flat, 2)
-    seed = _lower_mix(s, s.add(key, _signed(GOLDEN)))
-    return tuple(_lower_mix(s, s.xor(_lower_mix(s, s.add(c, seed)), seed))
+    s1, s2 = _lower_seeds(s, key)
+    return tuple(_lower_mix(s, s.xor(_lower_mix(s, s.add(c, s1)), s2))
                  for c in (counter, s.add(counter, 1)))  # type: ignore[return-value]
+
+
+def _lower_seeds(s: Any, key: Any) -> tuple[Any, Any]:
+    """:func:`key_seeds` of an i32 or i64 key scalar (wrapping i32 arithmetic)."""
+    lo = s.cast(key, "i32")
+    s1 = _lower_mix(s, s.add(lo, _signed(GOLDEN)))
+    if key.type == i32:
+        return s1, s1
+    hi = s.cast(s.shift_right(s.sub(key, s.cast(lo, "i64")), 32), "i32")
+    return s1, s.xor(s1, _lower_mix(s, hi))
 
 
 def _lower_mix(s: Any, x: Any) -> Any:
@@ -189,6 +229,7 @@ def draw(op: type[RngOp], keys: np.ndarray, shape: tuple[int, ...],
     """The samples of ``op`` (``RngUniformOp`` or ``RngNormalOp``) as numpy: one of shape
     ``shape[keys.ndim:]`` per key (the interpreter's rule, also used for concrete keys)."""
     sample = shape[keys.ndim:]
+    check_sample_size(sample, ShapeError)
     counters = 2 * np.arange(int(np.prod(sample, dtype=np.int64)), dtype=np.int64)
     draws = [op.SAMPLE(words(int(k), counters), words(int(k), counters + 1), dtype)
              for k in keys.reshape(-1)]

@@ -277,29 +277,35 @@ class _Packing:
             raise _error(f"{caller}: {what} is empty; rlx needs at least one array to carry")
         if len(dtypes) == 1:
             return cls(tuple(specs), dtypes[0])
-        if all(d in _EXACT_IN_F64 for d in dtypes):
+        if all(d in (*_EXACT_IN_F64, "i64") for d in dtypes):
             return cls(tuple(specs), "f64")
-        if all(d in (*_EXACT_IN_F64, "c64", "c128") for d in dtypes):
+        if all(d in (*_EXACT_IN_F64, "i64", "c64", "c128") for d in dtypes):
             return cls(tuple(specs), "c128")  # real leaves as the real parts
         raise _error(f"{caller}: the leaves of {what} have the dtypes {', '.join(dtypes)}; "
                      "rlx carries one tensor, so they are packed into one vector, which is "
-                     "exact for mixed f32, f64, f16, bf16, i32, i8, bool, c64 and c128 leaves only")
+                     "exact for mixed f32, f64, f16, bf16, i64, i32, i8, bool, c64 and c128 "
+                     "leaves only")
 
     @property
     def single(self) -> bool:
         return len(self.specs) == 1
 
+    def lanes(self, spec: Spec) -> int:
+        """Elements of the packed vector holding ``spec``'s leaf: an i64 leaf among others
+        takes two per element (its high and low 32 bits, each exact in f64)."""
+        return spec.size * (2 if spec.dtype == "i64" and not self.single else 1)
+
     @property
     def type(self) -> TensorType:
         if self.single:
             return self.specs[0].type
-        return tensor((sum(s.size for s in self.specs),), self.dtype)
+        return tensor((sum(self.lanes(s) for s in self.specs),), self.dtype)
 
     def pack(self, b: Builder, leaves: Sequence[Tensor]) -> Tensor:
         if self.single:
             return leaves[0]
-        flat = [_reshaped(b, _converted(b, x, self.dtype), (s.size,))
-                for x, s in zip(leaves, self.specs, strict=True)]
+        flat = [_reshaped(b, _converted(b, part, self.dtype), (s.size,))
+                for x, s in zip(leaves, self.specs, strict=True) for part in _words(x)]
         return flat[0] if len(flat) == 1 else b.concat(*flat, axis=0)
 
     def unpack(self, b: Builder, packed: Tensor, rows: tuple[int, ...] = (),
@@ -309,13 +315,26 @@ class _Packing:
         which = range(len(self.specs)) if which is None else which
         if self.single:
             return [packed for _ in which]
-        starts = np.cumsum([0, *(s.size for s in self.specs)])
+        starts = np.cumsum([0, *(self.lanes(s) for s in self.specs)])
         return [self._leaf(b, packed, rows, int(starts[i]), self.specs[i]) for i in which]
 
     def _leaf(self, b: Builder, packed: Tensor, rows: tuple[int, ...], start: int,
               spec: Spec) -> Tensor:
-        part = b.narrow(packed, axis=len(rows), start=start, length=spec.size)
-        return _converted(b, _reshaped(b, part, (*rows, *spec.shape)), spec.dtype)
+        def read(at: int) -> Tensor:
+            part = b.narrow(packed, axis=len(rows), start=at, length=spec.size)
+            return _converted(b, _reshaped(b, part, (*rows, *spec.shape)), spec.dtype)
+
+        if spec.dtype == "i64" and not self.single:
+            return read(start) * np.int64(2**32) + read(start + spec.size)
+        return read(start)
+
+
+def _words(x: Tensor) -> list[Tensor]:
+    """``[x]``, or an i64 ``x`` as ``[x >> 32, x & 0xFFFFFFFF]`` (each exact in f64)."""
+    if x.dtype != "i64":
+        return [x]
+    high = x // np.int64(2**32)
+    return [high, x - high * np.int64(2**32)]
 
 
 def _converted(b: Builder, x: Tensor, dtype: str) -> Tensor:

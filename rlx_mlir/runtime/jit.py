@@ -666,9 +666,10 @@ _ENTRY_ENGINES: dict[tuple[str, str], str] = {}
 def _entry_engine(module: ModuleOp | None, text: str, entry: str) -> Engine:
     """The engine of ``entry``'s reachable part (a memory hit costs one hash of ``text``)."""
     from rlx_mlir.ir import parse, to_text
+    from rlx_mlir.lowering.upstream import print_after_all_requested
 
     whole = (content_key(text), entry)
-    known = _ENGINES.get(_ENTRY_ENGINES.get(whole, ""))
+    known = None if print_after_all_requested() else _ENGINES.get(_ENTRY_ENGINES.get(whole, ""))
     if known is not None:
         return known
     whole_module = module if module is not None else parse(text)
@@ -681,12 +682,14 @@ def _entry_engine(module: ModuleOp | None, text: str, entry: str) -> Engine:
 
 def _engine_for(module: ModuleOp | None, text: str) -> Engine:
     from rlx_mlir.ir import parse
+    from rlx_mlir.lowering.upstream import print_after_all_requested
 
     key = content_key(text)
-    engine = _ENGINES.get(key)
+    dumping = print_after_all_requested()  # the dump asked for needs a compile, not a hit
+    engine = None if dumping else _ENGINES.get(key)
     if engine is not None:
         return engine
-    engine = _start_cached(key)
+    engine = None if dumping else _start_cached(key)
     if engine is None:
         engine = _lower(module if module is not None else parse(text), key)
         engine.start()

@@ -35,8 +35,6 @@ CASES = {
                             r"num_checkpoints=2 needs f to return no per-step outputs"),
     "checkpoints range": (lambda x: rlx.scan(lambda c, x: (c, None), x, XS, num_checkpoints=9),
                           r"num_checkpoints must be an int in \[0, length = 4\]; got 9"),
-    "unpackable dtypes": (lambda x: rlx.scan(lambda c, x: (c, None), (x, np.int64(1)), XS),
-                          r"have the dtypes f32, i64"),
     "bad init leaf": (lambda x: rlx.scan(lambda c, x: (c, None), (x, "a"), XS),
                       r"scan: init\[1\] is a str"),
     "bad output leaf": (lambda x: rlx.scan(lambda c, x: (c, "s"), x, XS),

@@ -522,3 +522,18 @@ def test_compile_pauses_the_garbage_collector(monkeypatch, tmp_path):
         gc.callbacks.remove(count)
     assert not starts
     assert gc.isenabled()
+
+
+def test_print_after_all_dumps_even_when_the_module_is_cached(monkeypatch, tmp_path, capsys):
+    """``RLX_PRINT_AFTER_ALL=1`` compiles again instead of taking the cached module (the
+    documented ``RLX_PRINT_AFTER_ALL=1 rlx-run m.mlir`` printed nothing on a cache hit)."""
+    monkeypatch.setenv("RLX_CACHE_DIR", str(tmp_path))
+    b = rlx.Builder("dumped")
+    b.ret(b.tanh(b.input("x", (4,))))
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    np.testing.assert_allclose(jit_compile(b.module)(x)[0], np.tanh(x), rtol=1e-6)
+    monkeypatch.setenv("RLX_PRINT_AFTER_ALL", "1")
+    for _ in range(2):
+        capsys.readouterr()
+        np.testing.assert_allclose(jit_compile(b.module)(x)[0], np.tanh(x), rtol=1e-6)
+        assert "IR after upstream stage 'llvm'" in capsys.readouterr().err

@@ -130,8 +130,8 @@ def test_samples_have_no_gradient():
     (lambda: rlx.jit(lambda k: rlx.random.normal(k, 3))(np.float32(1)),
      "a random key must be an integer scalar"),
     (lambda: rlx.jit(lambda k: rlx.random.normal(k, 3))(np.int32([1, 2])),
-     "a random key must be an integer scalar (a Python int, np.int32, or a 0-d integer "
-     "tensor, e.g. an element of rlx.random.split); got i32[2]"),
+     "a random key must be an integer scalar (rlx.random.key(seed), a Python int, np.int64, "
+     "or a 0-d integer tensor, e.g. an element of rlx.random.split); got i32[2]"),
     (lambda: rlx.random.normal(1, 3, dtype="i32"), "random samples are f32 or f64; got 'i32'"),
     (lambda: rlx.random.normal(1, 3, dtype=np.int64), "random samples are f32 or f64"),
     (lambda: rlx.nn.dropout(np.ones(3, np.float32), 1.5, 0), "dropout: rate must be in [0, 1], got 1.5"),
@@ -271,3 +271,87 @@ def test_second_review_findings():
     noisy.defvjp(lambda x, key: (noisy(x, key), x), lambda r, g: (g, None))
     x = np.ones(3, np.float32)
     np.testing.assert_array_equal(rlx.grad(lambda x: noisy(x, 3).sum())(x), [1, 1, 1])
+
+
+def test_a_chain_of_64_bit_keys_does_not_revisit_a_key():
+    """``key, sub = split(key)`` from ``rlx.random.key``: i64 keys of 53 random bits (31-bit
+    keys repeated after 15-75k steps, and the dropout masks with them)."""
+    key, seen = rlx.random.key(0), set()
+    for _ in range(100_000):
+        key, sub = rlx.random.split(key)
+        assert key.dtype == sub.dtype == np.int64
+        seen.update((int(key), int(sub)))
+    assert len(seen) == 200_000
+    assert max(abs(k) for k in seen) > 2**52  # all 53 bits in use
+
+
+@pytest.mark.parametrize("key", [rlx.random.key(7), np.int32(-2**31), 123, np.int64(2**40 + 3),
+                                 np.int64(-2**63)])
+def test_split_and_draws_agree_eagerly_and_under_jit(key):
+    @rlx.jit
+    def draws(k):
+        a, b = rlx.random.split(k, 2)
+        return a, b, rlx.random.uniform(b, (5,)), rlx.random.normal(a, (3,))
+
+    a, b, u, n = draws(key)
+    ea, eb = rlx.random.split(key, 2)
+    assert a.dtype == ea.dtype == (np.int32 if isinstance(key, (int, np.int32)) else np.int64)
+    assert (int(a), int(b)) == (int(ea), int(eb))
+    np.testing.assert_array_equal(u, rlx.random.uniform(eb, (5,)))
+    np.testing.assert_allclose(n, rlx.random.normal(ea, (3,)), atol=1e-6)
+
+
+def test_keys_draw_by_value_and_both_halves_count():
+    """An i32 key and the i64 of its value draw the same numbers; keys differing only in
+    their high 32 bits draw different ones (they shared a stream when folded to 32 bits)."""
+    np.testing.assert_array_equal(rlx.random.uniform(np.int32(-3), 8),
+                                  rlx.random.uniform(np.int64(-3), 8))
+    lows = [rlx.random.uniform(np.int64(5 + (h << 32)), 8) for h in range(4)]
+    assert len({u.tobytes() for u in lows}) == 4
+    traced = rlx.jit(lambda k: rlx.random.uniform(k, 8))
+    for h in range(4):
+        np.testing.assert_array_equal(traced(np.int64(5 + (h << 32))), lows[h])
+
+
+def test_an_i64_key_is_carried_by_scan_next_to_floats():
+    def body(carry, x):
+        key, total = carry
+        key, sub = rlx.random.split(key)
+        return (key, total + rlx.random.uniform(sub, ()) + x), sub
+
+    xs = np.arange(4, dtype=np.float32)
+    (key, total), subs = rlx.jit(lambda xs, k: rlx.scan(body, (k, np.float32(0)), xs))(
+        xs, rlx.random.key(9))
+    k, want, want_subs = rlx.random.key(9), np.float32(0), []
+    for x in xs:
+        k, s = rlx.random.split(k)
+        want, want_subs = want + rlx.random.uniform(s, ()) + x, [*want_subs, int(s)]
+    assert int(key) == int(k) and list(subs) == want_subs
+    np.testing.assert_allclose(total, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: rlx.random.uniform(0, (2**16, 2**15)), "a random sample of 2147483648 elements"),
+    (lambda: rlx.jit(lambda k: rlx.random.normal(k, (2**31,)))(np.int32(1)),
+     "a random sample of 2147483648 elements per key: at most 2^31 - 1"),
+    (lambda: rlx.random.bernoulli(0, 1.5), "bernoulli: p must lie in [0, 1], got 1.5"),
+    (lambda: rlx.random.bernoulli(0, np.array([0.5, np.nan])), "p must lie in [0, 1]"),
+    (lambda: rlx.random.uniform(0, 2, minval=3, maxval=1), "uniform: minval 3 is above maxval 1"),
+    (lambda: rlx.random.uniform(0, 2, maxval=np.inf), "uniform: the bounds must be finite"),
+    (lambda: rlx.jit(lambda x, k, t: rlx.nn.dropout(x, 0.5, k, t))(np.ones(2, np.float32), 0,
+                                                                   True),
+     "static_argnames=('training',)"),
+])
+def test_third_review_misuse_is_a_located_error(call, message):
+    with pytest.raises(RlxError, match=re.escape(message)) as info:
+        call()
+    assert "test_random.py" in str(info.value)
+
+
+def test_uniform_keeps_its_dtype_with_traced_f64_bounds_and_bernoulli_takes_p_shape():
+    traced = rlx.jit(lambda k, a: rlx.random.uniform(k, (3,), "f32", minval=a, maxval=a + 1))
+    out = traced(np.int32(0), np.float64(2.0))
+    assert out.dtype == np.float32 and np.all((out >= 2) & (out < 3))
+    np.testing.assert_array_equal(out, rlx.random.uniform(0, (3,), "f32", 2.0, 3.0))
+    p = np.array([[0.0, 1.0, 1.0], [0.0, 0.0, 1.0]])
+    np.testing.assert_array_equal(rlx.random.bernoulli(3, p), p.astype(bool))
