@@ -589,11 +589,13 @@ def window_patches(e: Any, xp: SSAValue, out_hw: Pair, kernel: Pair, stride: Pai
     The layout makes the taps ``(c, i, j)`` the rows and the output pixels ``(n, y, x)``
     the columns of a matmul operand, so the correlation is a plain contraction (a packed
     ``linalg.matmul`` after the contractions stage). Rows of 12-32 pixels at stride 1:
-    one copy per tap (see :data:`TAP_COPY_MAX_WIDTH`); else, and for the flipped taps
+    one copy per tap (see :data:`TAP_COPY_MAX_WIDTH`), unless there is one tap (a 1x1
+    kernel: its lone copy fused into the contraction, which lost its matmul form and ran
+    30x slower); else, and for the flipped taps
     (negative ``dilation``) of a strided input gradient's phases (2x slower per tap,
     ``32x64x56x56`` at stride 2: 16 -> 30 ms), one generic reading the window.
     """
-    if (stride[1] != 1 or min(dilation) < 1
+    if (stride[1] != 1 or min(dilation) < 1 or kernel == (1, 1)
             or not TAP_COPY_MIN_WIDTH <= out_hw[1] <= TAP_COPY_MAX_WIDTH):
         return _windowed_copy(e, xp, out_hw, kernel, stride, dilation, offset)
     nb, g, c = shape_of(xp.type)[:3]

@@ -975,6 +975,22 @@ def test_mid_width_stride_1_im2col_copies_a_tap_at_a_time(width, stride, tap_cop
     assert_conv_and_grads_match_torch(x, w, kw, grads)
 
 
+@pytest.mark.parametrize("width", [14, 28, 32])
+def test_a_pointwise_conv_at_mid_widths_is_a_packed_matmul(width, rng):
+    """A 1x1 conv's im2col is one tap: copied by itself, it fused into the contraction,
+    which then ran as a scalar reduction (10 GFLOP/s at [32, 128, 28, 28], 30x torch); the
+    one-generic form keeps the packed matmul. Values and gradients against torch."""
+    x = rng.standard_normal((2, 64, width, width)).astype(np.float32)
+    w = (rng.standard_normal((48, 64, 1, 1)) * 0.3).astype(np.float32)
+    b = rlx.Builder("pointwise")
+    b.ret(b.conv2d(b.input("x", x.shape), b.param("w", w.shape)))
+    stage_texts(b.module)
+    assert schedules.LAST_COUNTS.get("matmul_packed") == 1
+    assert "vector_reduction" not in schedules.LAST_COUNTS
+    assert_conv_and_grads_match_torch(x, w, {}, rlx.grad(
+        lambda x, w: (rlx.nn.conv2d(x, w) ** 2).sum(), argnums=(0, 1)))
+
+
 @pytest.mark.parametrize("groups,channels", [(32, 32), (1, 8)])
 def test_small_strided_convs_run_one_image_at_a_time(groups, channels, rng):
     """A strided conv from STRIDED_PER_IMAGE_MIN_FLOPS (here a depthwise and a dense one
