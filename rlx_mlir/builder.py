@@ -85,6 +85,17 @@ class _RegionCapture:
         return self._args[value]
 
 
+class _FromAbove:
+    """``Builder.capture`` of a region that may use values defined above its op: a tensor
+    of ``outer`` (or one ``outer`` captures) is used as it is."""
+
+    def __init__(self, outer: Builder):
+        self.outer = outer  # the builder it nests in (``innermost`` counts the depth)
+
+    def __call__(self, t: Tensor) -> Tensor:
+        return self.outer.wrap(self.outer._value(t))
+
+
 def _user_location():
     """The first stack frame outside rlx_mlir and numpy: the user's line, for
     diagnostics."""
@@ -739,6 +750,20 @@ class Builder:
         inner.emit("yield", *outs)
         return Region(block)
 
+    def _open_region(self, arg_types: Sequence[TensorType], body) -> Region:
+        """:meth:`region` whose body may use this builder's tensors (and those it captures)
+        as values from above: ``rlx.custom_fn``'s regions are not isolated."""
+        block = Block(arg_types=list(arg_types))
+        inner = Builder.appending_to(block, self.location)
+        inner.capture = _FromAbove(self)
+        try:
+            out = body(inner, *[inner.wrap(a) for a in block.args])
+            outs = out if isinstance(out, (tuple, list)) else [out]
+            inner.emit("yield", *outs)
+        finally:
+            inner.capture = None
+        return Region(block)
+
     def _emit_with_regions(self, op_name: str, operands: Sequence[Tensor],
                            regions: Sequence[Region], out=None, **attrs: Any):
         op_cls = op_by_name(op_name)
@@ -809,15 +834,16 @@ class Builder:
 
     def custom_fn(self, primals: Sequence[Tensor], fwd, vjp=None, jvp=None) -> Tensor:
         """``rlx.custom_fn``: ``fwd(b, *primals)``; ``vjp(b, *primals, y, g)`` returns one
-        gradient per primal; ``jvp(b, *primals, *tangents)`` the result tangent."""
+        gradient per primal; ``jvp(b, *primals, *tangents)`` the result tangent. The bodies
+        may use this builder's tensors (values from above, never differentiated)."""
         types = [p.type for p in primals]
-        fwd_region = self.region(types, fwd)
+        fwd_region = self._open_region(types, fwd)
         out = fwd_region.block.last_op.operands[0].type
         regions = [fwd_region]
         if vjp is not None:
-            regions.append(self.region([*types, out, out], vjp))
+            regions.append(self._open_region([*types, out, out], vjp))
         if jvp is not None:
-            regions.append(self.region([*types, *types], jvp))
+            regions.append(self._open_region([*types, *types], jvp))
         return self._emit_with_regions(
             "custom_fn", primals, regions, out=[out],
             has_vjp=True if vjp is not None else None, has_jvp=True if jvp is not None else None)

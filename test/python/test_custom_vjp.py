@@ -98,3 +98,41 @@ def test_jnp_reference_of_the_clip():
     want = jax.grad(lambda v: (clip(v) * jnp.arange(4.0)).sum())(X)
     got = rlx.grad(lambda v: (clip_gradient(v) * np.arange(4.0, dtype=np.float32)).sum())(X)
     np.testing.assert_allclose(got, want)
+
+
+def _scaled_sum(w, x, backend):
+    """``sum(x * w)`` whose rule (``g * w * 10``) closes over the traced weight ``w``."""
+    @backend.custom_vjp
+    def scale(h):
+        return h * w
+
+    scale.defvjp(lambda h: (scale(h), None), lambda _, g: (g * w * 10,))
+    return scale(x).sum()
+
+
+def test_a_rule_closing_over_a_traced_weight_matches_jax():
+    """``fun``/``fwd``/``bwd`` using the enclosing function's traced ``w`` (it was "a traced
+    value was used outside the trace it belongs to"), under jit, grad, vmap and
+    vmap(grad); values against JAX."""
+    w, x = np.float32(2.0), np.arange(3, dtype=np.float32)
+    xs = np.stack([x, x + 1])
+    for ours, theirs in [
+        (rlx.jit(lambda w, x: _scaled_sum(w, x, rlx)), jax.jit(lambda w, x: _scaled_sum(w, x, jax))),
+        (rlx.grad(lambda w, x: _scaled_sum(w, x, rlx), argnums=1),
+         jax.grad(lambda w, x: _scaled_sum(w, x, jax), argnums=1)),
+    ]:
+        np.testing.assert_allclose(ours(w, x), theirs(w, x), rtol=1e-6)
+    batched = rlx.vmap(lambda w, x: _scaled_sum(w, x, rlx), in_axes=(None, 0))(w, xs)
+    np.testing.assert_allclose(batched, jax.vmap(lambda w, x: _scaled_sum(w, x, jax),
+                                                 in_axes=(None, 0))(w, xs), rtol=1e-6)
+    per_example = rlx.vmap(rlx.grad(lambda w, x: _scaled_sum(w, x, rlx), argnums=1),
+                           in_axes=(None, 0))(w, xs)
+    np.testing.assert_allclose(per_example, np.full((2, 3), 20.0), rtol=1e-6)
+
+
+def test_differentiating_a_closed_over_value_is_a_located_error():
+    w, x = np.float32(2.0), np.arange(3, dtype=np.float32)
+    with pytest.raises(rlx.RlxError, match="uses %w, defined outside it and being "
+                                           "differentiated") as info:
+        rlx.grad(lambda w, x: _scaled_sum(w, x, rlx), argnums=0)(w, x)
+    assert "test_custom_vjp.py" in str(info.value)
