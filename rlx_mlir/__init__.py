@@ -36,6 +36,7 @@ from rlx_mlir.frontend import (
     scan,
     trace,
     value_and_grad,
+    vjp,
     while_loop,
 )
 from rlx_mlir.frontend.einsum import dot_general as _dot_general
@@ -105,7 +106,7 @@ def vmap(target: Any, *args: Any, **kwargs: Any) -> Any:
 __all__ = [
     "Builder", "RlxError", "Tensor", "compile", "cond", "custom_vjp", "dot_general", "einsum", "fori_loop", "grad",
     "grad_with_loss",
-    "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "linalg", "nn", "parse", "scan", "to_text", "trace", "tree_leaves", "tree_map", "value_and_grad",
+    "hessian", "interpret", "jacfwd", "jacrev", "jit", "jvp", "linalg", "nn", "parse", "scan", "to_text", "trace", "tree_leaves", "tree_map", "value_and_grad", "vjp",
     "tensordot", "verify", "view", "vmap", "while_loop",
 ]
 __version__ = "0.1.0"

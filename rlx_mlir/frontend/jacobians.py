@@ -46,7 +46,7 @@ from rlx_mlir.frontend.tracing import (
     vmap,
 )
 
-__all__ = ["hessian", "jacfwd", "jacrev"]
+__all__ = ["hessian", "jacfwd", "jacrev", "vjp"]
 
 Spec = tuple[tuple[int, ...], str]
 """A leaf's shape and rlx dtype."""
@@ -283,3 +283,60 @@ def _dot(outs: Sequence[Any], cotangents: Sequence[Tensor], real_part: bool = Fa
         terms = [t.real for t in terms]
     dtype = "f64" if any(t.dtype == "f64" for t in terms) else "f32"
     return functools.reduce(operator.add, [t.astype(dtype) for t in terms])
+
+
+def vjp(fn: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
+    """``(fn(*primals), vjp_fn)`` (JAX's ``vjp``): ``vjp_fn(cotangent)`` is the tuple of
+    ``cotangent . J`` with respect to each primal (each with its primal's pytree), where
+    ``cotangent`` has the output's pytree, shapes and dtypes. With ``has_aux``, ``fn``
+    returns ``(output, aux)`` and the result is ``(output, vjp_fn, aux)``. Real float
+    outputs; each call of ``vjp_fn`` is one gradient of ``sum(output * cotangent)``
+    (compiled once per signature, the forward recomputed).
+
+    >>> y, pull = rlx.vjp(lambda w, x: x @ w, w, x)              # doctest: +SKIP
+    >>> dw, dx = pull(np.ones_like(y))                            # doctest: +SKIP
+    """
+    _check_callable(fn, "vjp")
+    if not isinstance(has_aux, bool):
+        raise _error(f"vjp: has_aux must be a bool; got {has_aux!r}")
+    if not primals:
+        raise _error("vjp: needs at least one primal argument")
+    out = fn(*primals)
+    if has_aux and not (isinstance(out, tuple) and len(out) == 2):
+        raise _error("vjp: with has_aux, fn must return a pair (output, aux)")
+    value, aux = out if has_aux else (out, None)
+    leaves, tree = flatten(value, "output")
+    specs = [_spec(leaf, path) for path, leaf in leaves]
+    for (path, _), (_, dtype) in zip(leaves, specs, strict=True):
+        if dtype not in REAL_FLOAT_DTYPES:
+            raise _error(f"vjp: {path} is {dtype}; vjp takes real float outputs (jacrev "
+                         "takes complex ones)")
+    count = len(primals)
+
+    def inner_product(*args: Any) -> Any:
+        result = fn(*args[:count])
+        flat = [leaf for _, leaf in flatten(result[0] if has_aux else result)[0]]
+        cotangents = [leaf for _, leaf in flatten(args[count])[0]]
+        return functools.reduce(operator.add, [(y * c).sum() for y, c in
+                                               zip(flat, cotangents, strict=True)])
+
+    pullback = grad(inner_product, argnums=tuple(range(count)))
+
+    def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
+        _check_cotangent(cotangent, tree, specs)
+        return pullback(*primals, cotangent)
+
+    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+
+
+def _check_cotangent(cotangent: Any, tree: TreeDef, specs: list[Spec]) -> None:
+    """A located error unless ``cotangent`` has the output's structure, shapes, dtypes."""
+    leaves, got = flatten(cotangent, "cotangent")
+    if got != tree:
+        raise _error(f"vjp: the cotangent is {_describe_tree(got)}; the output is "
+                     f"{_describe_tree(tree)}")
+    for (path, leaf), (shape, dtype) in zip(leaves, specs, strict=True):
+        have = _spec(leaf, path)
+        if have != (shape, dtype):
+            raise _error(f"vjp: {path} has shape {list(have[0])} and dtype {have[1]}; the "
+                         f"output has {list(shape)} and {dtype}")

@@ -3,6 +3,8 @@ vector and matrix arguments and outputs, argnums, composition with jit and grad,
 
 from __future__ import annotations
 
+import re
+
 import jax
 import numpy as np
 import pytest
@@ -94,3 +96,50 @@ def test_holomorphic_jacobians_match_jax():
     with pytest.raises(rlx.RlxError, match=r"jacrev\(holomorphic=True\): the differentiated "
                                            "argument 0 must be a complex array; got f64"):
         rlx.jacrev(f, holomorphic=True)(z.real)
+
+
+def test_vjp_matches_jax_on_pytrees_with_aux_and_inside_jit():
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    p = {"w": rng.standard_normal((4, 3)).astype(np.float32),
+         "b": rng.standard_normal(3).astype(np.float32)}
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+
+    def f(p, x, nn):
+        h = nn.tanh(x @ p["w"] + p["b"])
+        return h, (h ** 2).sum(axis=1)
+
+    (y, s), pull = rlx.vjp(lambda p, x: f(p, x, rlx.nn), p, x)
+    (jy, js), jpull = jax.vjp(lambda p, x: f(p, x, jnp), p, x)
+    np.testing.assert_allclose(y, jy, rtol=1e-5, atol=1e-6)
+    ct = (rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(5).astype(np.float32))
+    (dp, dx), (jdp, jdx) = pull(ct), jpull(ct)
+    for ours, theirs in ((dp["w"], jdp["w"]), (dp["b"], jdp["b"]), (dx, jdx)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    out, pull, aux = rlx.vjp(lambda x: (rlx.nn.sin(x), x.sum()), x, has_aux=True)
+    np.testing.assert_allclose(pull(np.ones_like(x))[0], np.cos(x), rtol=1e-6)
+    np.testing.assert_allclose(aux, x.sum(), rtol=1e-6)
+
+    @rlx.jit
+    def pulled_back(x):
+        y, pull = rlx.vjp(rlx.nn.sin, x)
+        return pull(y)[0]
+
+    np.testing.assert_allclose(pulled_back(x), np.sin(x) * np.cos(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda x: rlx.vjp(rlx.nn.sin, x)[1](np.ones(2, np.float32)),
+     "vjp: cotangent has shape [2] and dtype f32; the output has [5, 4] and f32"),
+    (lambda x: rlx.vjp(rlx.nn.sin, x)[1]((x,)), "vjp: the cotangent is a tuple of 1; the "
+                                                "output is a tensor"),
+    (lambda x: rlx.vjp(lambda x: x > 0, x), "vjp: output is i1; vjp takes real float outputs"),
+    (lambda x: rlx.vjp(rlx.nn.sin), "vjp: needs at least one primal argument"),
+])
+def test_vjp_misuse_is_a_located_error(call, message):
+    x = np.ones((5, 4), np.float32)
+    with pytest.raises(rlx.RlxError, match=re.escape(message)) as info:
+        call(x)
+    assert "test_jacobians.py" in str(info.value)
