@@ -893,11 +893,10 @@ def vmap(fn: Callable, in_axes: AxisSpec = 0, out_axes: AxisSpec = 0) -> Callabl
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            raise _error("vmap: pass the arguments positionally (in_axes is per position); "
-                         f"got keyword arguments {', '.join(kwargs)}")
-        _check_arity(fn, args)
         axes = _axes_per_argument(in_axes, len(args))
+        if kwargs:
+            args, axes = _keywords_batched(fn, args, kwargs, axes)
+        _check_arity(fn, args)
         inner, args, axes = _python_values_bound(fn, args, axes)
         leaves = _batched_leaves(args, axes)
         moved = _move_batch_axes(args, leaves)
@@ -905,6 +904,19 @@ def vmap(fn: Callable, in_axes: AxisSpec = 0, out_axes: AxisSpec = 0) -> Callabl
         return _vmapped(inner, flags, _batch_size(leaves), out_axes, out_key)(*moved)
 
     return batched
+
+
+def _keywords_batched(fn: Callable, args: tuple, kwargs: dict[str, Any],
+                      axes: list) -> tuple[tuple, list]:
+    """Keyword arguments bound to their parameters and batched along axis 0, as JAX's
+    ``vmap`` does (``in_axes`` covers the positional ones); a default filling a parameter
+    skipped before one given by keyword is not batched."""
+    signature = python_signature(fn)
+    bound = positional(fn, args, kwargs, signature)
+    names = list(signature.parameters) if signature is not None else []
+    extra = [0 if i < len(names) and names[i] in kwargs else None
+             for i in range(len(args), len(bound))]
+    return bound, [*axes, *extra]
 
 
 _PYTHON_VALUES = (bool, str, int, float, type(None))

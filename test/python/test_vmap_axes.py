@@ -232,3 +232,16 @@ def test_prefix_leaves_must_agree_on_the_batch_size():
     with pytest.raises(RlxError, match=r"disagree on the batch size: argument 0 \(leaf b\) "
                                        r"has 4, argument 0 \(leaf w\) has 5"):
         rlx.vmap(lambda p: p["w"] + p["b"], in_axes=({"w": 0, "b": 0},))(p)
+
+
+def test_keyword_arguments_are_batched_along_axis_0_as_in_jax():
+    import jax
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)
+    f = lambda x, b, scale=2.0: (x * b).sum() * scale  # noqa: E731
+    scale = np.array([1.0, 3.0], np.float32)
+    for in_axes, args, kwargs in [(0, (x,), {"b": b}), ((0,), (x,), {"b": b, "scale": scale}),
+                                  ((None,), (x[0],), {"b": b})]:
+        np.testing.assert_allclose(rlx.vmap(f, in_axes=in_axes)(*args, **kwargs),
+                                   jax.vmap(f, in_axes=in_axes)(*args, **kwargs), rtol=1e-6)
