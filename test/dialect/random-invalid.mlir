@@ -1,7 +1,7 @@
 // RUN: rlx-opt %s --split-input-file --verify-diagnostics
 
 func.func @float_key(%k: tensor<f32>) -> tensor<3xf32> {
-  // expected-error @+1 {{'rlx.rng_uniform' op key must be an i32 tensor, got tensor<f32>}}
+  // expected-error @+1 {{'rlx.rng_uniform' op key must be an i64 or i32 tensor, got tensor<f32>}}
   %0 = rlx.rng_uniform %k : (tensor<f32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }

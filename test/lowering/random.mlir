@@ -3,6 +3,10 @@
 // RUN: rlx-opt %s --lower-to-linalg | FileCheck %s
 // RUN: rlx-run %s --entry draw | FileCheck %s --check-prefix=DRAW
 // RUN: rlx-run %s --entry draw --interpret | FileCheck %s --check-prefix=DRAW
+// An i64 key draws by value: 42 as i64 gives the i32 key's numbers; both halves of the key
+// seed the hash, so 42 + 2^32 draws others.
+// RUN: rlx-run %s --entry draw64 | FileCheck %s --check-prefix=WIDE
+// RUN: rlx-run %s --entry draw64 --interpret | FileCheck %s --check-prefix=WIDE
 
 // CHECK-LABEL: func.func @draw
 // CHECK: linalg.generic
@@ -21,4 +25,17 @@ func.func @draw() -> (tensor<2x3xf32>, tensor<4xf64>) {
   %u = rlx.rng_uniform %key : (tensor<i32>) -> tensor<2x3xf32>
   %n = rlx.rng_normal %key : (tensor<i32>) -> tensor<4xf64>
   func.return %u, %n : tensor<2x3xf32>, tensor<4xf64>
+}
+
+// WIDE: result 0: tensor<2x3xf32>
+// WIDE-NEXT: {{\[\[}}0.144662, 0.821118, 0.721684],
+// WIDE-NEXT: [0.908563, 0.553282, 0.507670]]
+// WIDE: result 1: tensor<3xf32>
+// WIDE-NOT: 0.144662
+func.func @draw64() -> (tensor<2x3xf32>, tensor<3xf32>) {
+  %key = rlx.constant {value = dense<42> : tensor<i64>} : () -> tensor<i64>
+  %high = rlx.constant {value = dense<4294967338> : tensor<i64>} : () -> tensor<i64>
+  %u = rlx.rng_uniform %key : (tensor<i64>) -> tensor<2x3xf32>
+  %v = rlx.rng_uniform %high : (tensor<i64>) -> tensor<3xf32>
+  func.return %u, %v : tensor<2x3xf32>, tensor<3xf32>
 }
