@@ -96,6 +96,10 @@ class _FromAbove:
         return self.outer.wrap(self.outer._value(t))
 
 
+def _is_python_number(x: Any) -> bool:
+    return isinstance(x, (int, float, complex)) and not isinstance(x, (bool, np.generic))
+
+
 def _user_location():
     """The first stack frame outside rlx_mlir and numpy: the user's line, for
     diagnostics."""
@@ -113,6 +117,9 @@ class Tensor:
     """A value under construction: wraps an SSA value and its builder."""
 
     __array_priority__ = 1000  # numpy defers ``ndarray + Tensor`` to us
+    weak = False
+    """JAX's weak type: a traced Python number (a ``jit`` argument ``0.01``), which takes
+    the other operand's dtype as a Python number would (a bf16 tensor stays bf16)."""
 
     def __init__(self, builder: Builder, value: SSAValue):
         self.builder = builder
@@ -171,6 +178,8 @@ class Tensor:
         """numpy/JAX promotion between an integer (or bool) and a float operand: the
         integer side becomes the float side's dtype, f32 for a Python or numpy float
         (``int_tensor * 0.5`` is 3.5, not 0; ``f32_tensor * int_tensor`` is f32)."""
+        if isinstance(other, Tensor) and other.weak != self.weak:
+            return self._weakly_promoted(other)
         if isinstance(other, Tensor):
             if {self.dtype, other.dtype} & set(COMPLEX_DTYPES):  # complex wins, as numpy
                 both = _complex_result(self.dtype, other.dtype)
@@ -203,6 +212,15 @@ class Tensor:
             return self.astype(wider), other
         return self, other
 
+    def _weakly_promoted(self, other: Tensor) -> tuple[Tensor, Tensor]:
+        """One weak operand: the strong one promotes as with a Python number of the weak
+        one's kind, and the weak one takes the result's dtype."""
+        weak, strong = (other, self) if other.weak else (self, other)
+        example = {"f": 0.5, "i": 1, "c": 0.5j}.get(NUMPY_DTYPES[weak.dtype].kind, True)
+        promoted = strong._promoted(example)[0]
+        weak = weak.astype(promoted.dtype)
+        return (promoted, weak) if other.weak else (weak, promoted)
+
     def _operands(self, other: Any) -> tuple[Tensor, Tensor]:
         """``self`` and ``other`` as two tensors of a binary op: promoted (``_promoted``),
         a non-tensor ``other`` lifted to a constant (``_lift``)."""
@@ -215,7 +233,10 @@ class Tensor:
         x, y = self._operands(other)
         if x.dtype == y.dtype == "i1" and op in _BOOL_ARITHMETIC:
             return _BOOL_ARITHMETIC[op](x, y)
-        return getattr(innermost(x, y), op)(*((y, x) if reverse else (x, y)))
+        out = getattr(innermost(x, y), op)(*((y, x) if reverse else (x, y)))
+        if self.weak and (other.weak if isinstance(other, Tensor) else _is_python_number(other)):
+            out.weak = True  # weak with weak stays weak, as JAX's ``lr * 0.5``
+        return out
 
     def __add__(self, o):
         return self._binary("add", o)

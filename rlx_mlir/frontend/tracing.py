@@ -172,7 +172,7 @@ def _tree_key(tree: Any, arrays: list[Any]) -> Any:
         return _TRACED
     array = _as_array(tree)
     arrays.append(array)
-    return array.shape, array.dtype
+    return (array.shape, array.dtype, "weak") if _is_weak(tree) else (array.shape, array.dtype)
 
 
 def _as_array(value: Any, path: str = "") -> np.ndarray:
@@ -360,7 +360,13 @@ def _arguments(b: Builder, leaves: list[tuple[str, Any]], params: Sequence[int],
         top = int(path[1:path.index("]")])
         make = b.param if top in params else b.input
         tensors.append(make(name, shape, dtype))
+        tensors[-1].weak = _is_weak(leaf)
     return tensors
+
+
+def _is_weak(leaf: Any) -> bool:
+    """A Python int or float argument: weakly typed, as in JAX (``x_bf16 * lr`` stays bf16)."""
+    return isinstance(leaf, (int, float)) and not isinstance(leaf, (bool, np.generic))
 
 
 _NUMBERS = (np.ndarray, np.generic, bool, int, float, complex)
@@ -385,7 +391,8 @@ def _output_value(b: Builder, path: str, leaf: Any) -> Tensor:
 
 def _signature(args: Sequence[Any]) -> tuple:
     leaves, tree = flatten(list(args))
-    return (tree, tuple(_spec(leaf, path) for path, leaf in leaves))
+    return (tree, tuple(_spec(leaf, path) for path, leaf in leaves),
+            tuple(_is_weak(leaf) for _, leaf in leaves))
 
 
 def _inside_trace(args: Sequence[Any]) -> Builder | None:

@@ -349,3 +349,22 @@ def test_half_floor_division_is_numpys():
         assert q.dtype == dt and r.dtype == dt
         np.testing.assert_array_equal(q, a // b)
         np.testing.assert_array_equal(r, a % b)
+
+
+def test_python_number_jit_arguments_are_weakly_typed_as_in_jax():
+    """A Python float argument (a learning rate) takes the bf16 params' dtype, where an
+    np.float32 one promotes them to f32 (JAX's weak types); each traces separately."""
+    import jax
+    import jax.numpy as jnp
+
+    p, g = np.ones(4, jnp.bfloat16), np.full(4, 0.5, jnp.bfloat16)
+    ours = rlx.jit(lambda p, g, lr: p - lr * g)
+    theirs = jax.jit(lambda p, g, lr: p - lr * g)
+    for lr in (0.01, np.float32(0.01), 0.01):
+        got, want = ours(p, g, lr), theirs(p, g, lr)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.astype(np.float32), np.asarray(want, np.float32))
+    scale = rlx.jit(lambda x, n, s: (x * n, x * n * s))
+    for got, want in zip(scale(np.ones(3, np.int8), 3, 2), jax.jit(lambda x, n, s: (x * n, x * n * s))(
+            np.ones(3, np.int8), 3, 2), strict=True):
+        assert got.dtype == want.dtype
