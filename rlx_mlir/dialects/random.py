@@ -46,11 +46,15 @@ _MIX = ((16, 0x7FEB352D), (15, 0x846CA68B), (16, None))
 
 
 def mix(x: np.ndarray) -> np.ndarray:
-    """The 32-bit hash of uint32 ``x`` (wrapping arithmetic)."""
+    """The 32-bit hash of uint32 ``x`` (wrapping arithmetic), in place when ``x`` is a
+    writable array (a 1e7-element draw made a temporary per step)."""
+    x = np.array(x, np.uint32, copy=not (isinstance(x, np.ndarray) and x.flags.writeable))
+    shifted = np.empty_like(x)
     for shift, factor in _MIX:
-        x = x ^ (x >> np.uint32(shift))
+        np.right_shift(x, np.uint32(shift), out=shifted)
+        np.bitwise_xor(x, shifted, out=x)
         if factor is not None:
-            x = x * np.uint32(factor)
+            np.multiply(x, np.uint32(factor), out=x)
     return x
 
 
@@ -74,7 +78,8 @@ def words(key: int, counters: np.ndarray) -> np.ndarray:
     """``mix(mix(c + s1) ^ s2)`` for each counter ``c`` (:func:`key_seeds`)."""
     s1, s2 = key_seeds(key)
     with np.errstate(over="ignore"):
-        return mix(mix(counters.astype(np.uint32) + s1) ^ s2)
+        x = mix(np.add(counters.astype(np.uint32), s1, dtype=np.uint32))
+        return mix(np.bitwise_xor(x, s2, out=x))
 
 
 class RngOp(RlxOp):
