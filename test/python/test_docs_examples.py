@@ -426,6 +426,8 @@ TABLE_CHECKS: dict[str, TableCheck] = {
         lambda r, ns: close(r, ns["params"]["w"] - 0.4),
     'rlx.vmap(f, in_axes=({"w": None, "b": 0}, 0), out_axes=-1)(params, xs)':
         lambda r, ns: close(r, [24.0, 24.0]),
+    'y, pull = rlx.vjp(lambda w: x @ w, params["w"]); (dw,) = pull(np.ones_like(y))':
+        lambda r, ns: close(ns["dw"], np.repeat(ns["x"].sum(axis=0)[:, None], 2, axis=1)),
     "rlx.jvp(rlx.nn.tanh, (x,), (np.ones_like(x),))":
         lambda r, ns: (close(r[0], np.tanh(ns["x"])), close(r[1], 1 - np.tanh(ns["x"]) ** 2)),
     "rlx.trace(f, (params, x), params=[0]).as_text()": check_traced_text,
