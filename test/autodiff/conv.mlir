@@ -57,10 +57,16 @@ func.func @avg_pool(%x: tensor<1x3x5x4xf32> {rlx.name = "x", rlx.param}) -> tens
   func.return %y : tensor<1x3x5x3xf32>
 }
 
-// The kernel constant has x's dtype (SPEC 9.9: no f32 bytes in f64 graphs).
+// Windows that tile x (stride = kernel, no padding): each window's g / (kh kw) broadcast
+// over it, no transposed conv; the scale has x's dtype (SPEC 9.9: no f32 bytes in f64
+// graphs).
 // CHECK-LABEL: func.func @avg_pool_f64_grad(
-// CHECK: %[[K:.*]] = rlx.constant {value = dense<2.500000e-01> : tensor<2x1x2x2xf64>}
-// CHECK-NEXT: rlx.conv2d_backward_input %d_output, %[[K]] {stride = array<i64: 2, 2>, padding = array<i64: 0, 0>, groups = 2 : i64} : (tensor<2x2x2x2xf64>, tensor<2x1x2x2xf64>) -> tensor<2x2x4x4xf64>
+// CHECK: %[[S:.*]] = rlx.constant {value = dense<2.500000e-01> : tensor<f64>}
+// CHECK-NEXT: %[[G:.*]] = rlx.mul %d_output, %[[S]] : (tensor<2x2x2x2xf64>, tensor<f64>) -> tensor<2x2x2x2xf64>
+// CHECK-NEXT: %[[V:.*]] = rlx.reshape %[[G]] : (tensor<2x2x2x2xf64>) -> tensor<2x2x2x1x2x1xf64>
+// CHECK-NEXT: %[[B:.*]] = rlx.expand %[[V]] : (tensor<2x2x2x1x2x1xf64>) -> tensor<2x2x2x2x2x2xf64>
+// CHECK-NEXT: %[[DX:.*]] = rlx.reshape %[[B]] : (tensor<2x2x2x2x2x2xf64>) -> tensor<2x2x4x4xf64>
+// CHECK-NEXT: func.return %{{.*}}, %[[DX]]
 func.func @avg_pool_f64(%x: tensor<2x2x4x4xf64> {rlx.name = "x", rlx.param}) -> tensor<2x2x2x2xf64> {
   %y = rlx.avg_pool2d %x {kernel = array<i64: 2, 2>} : (tensor<2x2x4x4xf64>) -> tensor<2x2x2x2xf64>
   func.return %y : tensor<2x2x2x2xf64>
