@@ -582,7 +582,9 @@ class Tensor:
     def __bool__(self):
         raise RlxError(
             "data-dependent Python control flow on a traced value: the value is not known "
-            "while tracing; use rlx_mlir.nn.where, rlx.cond or rlx.while_loop instead",
+            "while tracing; use rlx_mlir.nn.where, rlx.cond or rlx.while_loop instead, or, "
+            "for a flag that picks the program (training=True), pass it to rlx.jit as a "
+            "static argument (static_argnames=('training',))",
             loc=loc_from_attr(_user_location()))
 
     def __float__(self):

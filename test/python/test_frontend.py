@@ -135,6 +135,16 @@ def test_data_dependent_control_flow_is_a_located_error():
         rlx.jit(branchy)(np.ones(3, np.float32))
 
 
+def test_a_traced_flag_in_an_if_suggests_a_static_argument():
+    def f(x, training):
+        return x * 2 if training else x
+
+    with pytest.raises(rlx.RlxError, match=r"static_argnames=\('training',\)"):
+        rlx.jit(f)(np.ones(3, np.float32), True)
+    np.testing.assert_array_equal(
+        rlx.jit(f, static_argnames=("training",))(np.ones(3, np.float32), True), [2, 2, 2])
+
+
 def test_unsupported_constructs_are_located_errors():
     def to_float(x):
         return float(x.sum())
