@@ -452,6 +452,10 @@ def positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any],
     if keyword_only:
         raise _error("keyword-only parameters are not supported by rlx's transformations "
                      f"({', '.join(keyword_only)}): make them positional or close over them")
+    if bound.kwargs:  # they would be dropped: **kwargs has no position to trace them at
+        raise _error("keyword arguments that go to **kwargs are not supported by rlx's "
+                     f"transformations ({', '.join(bound.kwargs)}): pass them positionally, "
+                     "or as static arguments (static_argnames) of jit")
     if not bound.kwargs and len(bound.args) >= through:
         return tuple(bound.args)
     given = [i + 1 for i, p in enumerate(params) if p.name in bound.arguments]
@@ -630,11 +634,54 @@ def jit(fn: Callable, static_argnums: int | Sequence[int] = (),
         return traced.name, lambda outs, args, t: unflatten(t.out_tree, list(outs))
 
     _check_callable(fn, "jit")
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    keywords = _var_keyword_names(fn, names)
+    if keywords:  # names that only **kwargs takes (a wrapper): bound per call
+        return _KeywordStatics(fn, keywords, lambda f: jit(
+            f, static_argnums, [n for n in names if n not in keywords]))
     statics = () if static_argnums == () else _argnums(static_argnums, "jit")
-    statics = tuple(sorted({*statics, *_named_positions(fn, static_argnames)}))
+    statics = tuple(sorted({*statics, *_named_positions(fn, names)}))
     if not statics:
         return Transformed(fn, transform, rereads=False)
     return _StaticDispatch(fn, statics, lambda f: Transformed(f, transform, rereads=False))
+
+
+def _var_keyword_names(fn: Callable, names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` that are not parameters of ``fn`` but go to its ``**kwargs``."""
+    signature = python_signature(fn)
+    if signature is None or not any(p.kind is p.VAR_KEYWORD
+                                    for p in signature.parameters.values()):
+        return ()
+    return tuple(n for n in names if n not in signature.parameters)
+
+
+class _KeywordStatics:
+    """``jit`` of a ``**kwargs`` function with ``static_argnames`` among the keywords (a
+    ``def wrapper(*args, **kwargs)``, as JAX allows): one jitted ``partial`` per value."""
+
+    def __init__(self, fn: Callable, names: tuple[str, ...], make: Callable[[Callable], Any]):
+        functools.update_wrapper(self, fn, updated=())
+        self.fn, self.names, self.make = fn, names, make
+        self._by_value: dict[tuple, Any] = {}
+
+    def _bound(self, kwargs: dict) -> tuple[Any, dict]:
+        statics = {n: kwargs[n] for n in self.names if n in kwargs}
+        try:
+            key = tuple((n, _typed(v)) for n, v in sorted(statics.items()))
+            hash(key)
+        except TypeError:
+            raise _error(f"jit: static arguments must be hashable; got {statics!r}") from None
+        if key not in self._by_value:
+            self._by_value[key] = self.make(functools.partial(self.fn, **statics))
+        return self._by_value[key], {k: v for k, v in kwargs.items() if k not in statics}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        jitted, rest = self._bound(kwargs)
+        return jitted(*args, **rest)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Traced:
+        jitted, rest = self._bound(kwargs)
+        return jitted.lower(*args, **rest)
 
 
 def _named_positions(fn: Callable, names: str | Sequence[str]) -> tuple[int, ...]:

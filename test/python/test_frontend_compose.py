@@ -186,3 +186,23 @@ def test_static_argnums_are_python_values_traced_once_per_value():
 def test_static_arguments_must_be_hashable():
     with pytest.raises(RlxError, match=r"static arguments must be hashable"):
         rlx.jit(lambda x, d: x, static_argnums=1)(np.ones(2), {"a": 1})
+
+
+def test_static_argnames_of_a_kwargs_wrapper_and_dropped_keywords():
+    """A ``*args, **kwargs`` wrapper takes ``static_argnames`` among its keywords, as in
+    JAX; a traced keyword that only **kwargs takes is an error (it was silently dropped)."""
+    import jax
+
+    def f(x, training, scale=1.0):
+        return x * 2 * scale if training else x
+
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+
+    x = np.ones(3, np.float32)
+    ours = rlx.jit(wrapper, static_argnames=("training", "scale"))
+    theirs = jax.jit(wrapper, static_argnames=("training", "scale"))
+    for kwargs in ({"training": True}, {"training": False}, {"training": True, "scale": 3.0}):
+        np.testing.assert_array_equal(ours(x, **kwargs), theirs(x, **kwargs))
+    with pytest.raises(RlxError, match=r"keyword arguments that go to \*\*kwargs .*\(scale\)"):
+        rlx.jit(wrapper, static_argnames=("training",))(x, training=True, scale=3.0)
