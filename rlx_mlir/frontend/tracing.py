@@ -452,9 +452,10 @@ def positional(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any],
     if keyword_only:
         raise _error("keyword-only parameters are not supported by rlx's transformations "
                      f"({', '.join(keyword_only)}): make them positional or close over them")
-    if bound.kwargs:  # they would be dropped: **kwargs has no position to trace them at
+    extra = next((bound.arguments.get(p.name) for p in params if p.kind is p.VAR_KEYWORD), None)
+    if extra:  # they would be dropped: **kwargs has no position to trace them at
         raise _error("keyword arguments that go to **kwargs are not supported by rlx's "
-                     f"transformations ({', '.join(bound.kwargs)}): pass them positionally, "
+                     f"transformations ({', '.join(extra)}): pass them positionally, "
                      "or as static arguments (static_argnames) of jit")
     if not bound.kwargs and len(bound.args) >= through:
         return tuple(bound.args)
