@@ -667,11 +667,7 @@ class _KeywordStatics:
 
     def _bound(self, kwargs: dict) -> tuple[Any, dict]:
         statics = {n: kwargs[n] for n in self.names if n in kwargs}
-        try:
-            key = tuple((n, _typed(v)) for n, v in sorted(statics.items()))
-            hash(key)
-        except TypeError:
-            raise _error(f"jit: static arguments must be hashable; got {statics!r}") from None
+        key = _static_key(tuple(sorted(statics.items())), statics)
         if key not in self._by_value:
             self._by_value[key] = self.make(functools.partial(self.fn, **statics))
         return self._by_value[key], {k: v for k, v in kwargs.items() if k not in statics}
@@ -735,15 +731,21 @@ class _StaticDispatch(_Dispatch):
                               through=max(self.statics) + 1)
         where = _resolve_argnums(self.statics, len(args), "jit: static_argnums")
         values = tuple(args[i] for i in where)
-        try:
-            hash(values)
-        except TypeError:
-            raise _error(f"jit: static arguments must be hashable; got {values!r}") from None
-        key = (where, _typed(values))  # 2 and 2.0 (equal, same hash) trace differently
+        key = (where, _static_key(values, values))
         if key not in self._by_value:
             self._by_value[key] = self.make(_bound(self.fn, dict(zip(where, values, strict=True))))
         return self._by_value[key], tuple(a for i, a in enumerate(args) if i not in where)
 
+
+
+def _static_key(values: tuple, shown: Any) -> Any:
+    """The cache key of static argument ``values`` (:func:`_typed`: 2 and 2.0, equal with
+    the same hash, trace differently); a located error naming ``shown`` if unhashable."""
+    try:
+        hash(values)
+    except TypeError:
+        raise _error(f"jit: static arguments must be hashable; got {shown!r}") from None
+    return _typed(values)
 
 
 def _typed(value: Any) -> Any:
