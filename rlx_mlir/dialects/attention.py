@@ -483,6 +483,7 @@ from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, i64  #
 from xdsl.ir import SSAValue  # noqa: E402
 from xdsl.ir.affine import AffineMap  # noqa: E402
 
+from rlx_mlir.diagnostics import int_setting  # noqa: E402
 from rlx_mlir.rules import LOWER  # noqa: E402
 
 if TYPE_CHECKING:
@@ -823,19 +824,28 @@ class HeadTile:
         return self.queries(e, q), self.keys(e, k), self.keys(e, v), self.mask(e, mask)
 
 
-CAUSAL_BLOCKS = 2  # row blocks of a causal head: keys past a block's last row are skipped
 CAUSAL_BLOCK_MIN = 128  # rows per block at least (fewer blocks for short sequences)
-# Each block is its own code: 4 blocks ran the benchmark transformer's attention gradient
-# 31% faster than 1 (2 blocks: 20%) but cost 3 s more LLVM time on the transformer step and
-# 8 s on the LLaMA block (GQA groups transpose per block); 2 blocks of >= 128 rows cost
-# ~0.8 s there and nothing on LLaMA (S = 128).
+
+
+def causal_blocks() -> int:
+    """Row blocks of a causal head (``RLX_CAUSAL_BLOCKS``, default 1, at most 8).
+
+    Each block is its own code. On the benchmark transformer's gradient (S = 256), 2 blocks
+    skip a quarter of the score square and ran the step 4% faster than 1, but added 0.13 s
+    to its cold compile (the attention kernels were half of the LLVM input); 4 blocks were
+    31% faster than 1 on an older pipeline and cost 3 s more LLVM time.
+
+    >>> causal_blocks()   # doctest: +SKIP
+    1
+    """
+    return int_setting("RLX_CAUSAL_BLOCKS", 1, minimum=1, maximum=8)
 
 
 @dataclass(frozen=True)
 class RowBlock:
     """Query rows ``[start, stop)`` of one head, which see keys ``[0, keys)`` at most.
 
-    A causal head is cut into up to :data:`CAUSAL_BLOCKS` row blocks and each block's
+    A causal head is cut into up to :func:`causal_blocks` row blocks and each block's
     scores, softmax and products only span the keys its last row can see: with 2 blocks
     of a square causal head, 3/4 of the full square (the rest of ``P`` is exactly 0).
     Other mask kinds are one block over every key."""
@@ -851,7 +861,7 @@ class RowBlock:
 
 def row_blocks(cfg: AttentionConfig, s: int, skv: int) -> list[RowBlock]:
     """The row blocks of an ``S x S_kv`` head (each static, so each tile is too)."""
-    count = min(CAUSAL_BLOCKS, s // CAUSAL_BLOCK_MIN) if cfg.mask_kind in CAUSAL_KINDS else 1
+    count = min(causal_blocks(), s // CAUSAL_BLOCK_MIN) if cfg.mask_kind in CAUSAL_KINDS else 1
     if count <= 1:
         return [RowBlock(0, s, skv)]
     bounds = sorted({min(s, round(i * s / count / 8) * 8) for i in range(count + 1)} | {0, s})

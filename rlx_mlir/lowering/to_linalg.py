@@ -62,6 +62,18 @@ def lower_module(module: ModuleOp) -> None:
                 lower_op(op, shared)
 
 
+def lowering_spec() -> str:
+    """The environment settings the LOWER rules read, as text (part of the compile-cache
+    key, with the upstream pipeline's :func:`~rlx_mlir.lowering.upstream.pipeline_spec`).
+
+    >>> lowering_spec()   # doctest: +SKIP
+    'causal-blocks=1'
+    """
+    from rlx_mlir.dialects.attention import causal_blocks
+
+    return f"causal-blocks={causal_blocks()}"
+
+
 def _attached(op: Operation, module: ModuleOp) -> bool:
     """False for ops inside a region that an earlier rule erased."""
     while op.parent_op() is not None:

@@ -446,9 +446,11 @@ def compiler_fingerprint() -> str:
 
 
 def content_key(text: str) -> str:
+    from rlx_mlir.lowering.to_linalg import lowering_spec
     from rlx_mlir.lowering.upstream import pipeline_spec
 
-    material = "\0".join([text, pipeline_spec(), f"O{opt_level()}", compiler_fingerprint()])
+    material = "\0".join([text, lowering_spec(), pipeline_spec(), f"O{opt_level()}",
+                           compiler_fingerprint()])
     return hashlib.sha256(material.encode()).hexdigest()
 
 

@@ -5,9 +5,9 @@
 // [1, 1, G, S, S_kv] stay per head. The contractions are linalg.generics that read the
 // slices in place (no transpose, no repeated kv heads). The forward also writes P
 // [B, Hkv, G, S, S_kv] when gradient ops of the same attention follow; their forall reads
-// it. Causal heads of >= 64 rows are cut into row blocks that skip the keys no row of the
-// block sees (@causal_blocks).
-// RUN: env RLX_NUM_THREADS=1 rlx-opt %s --lower-to-linalg | FileCheck %s
+// it. With RLX_CAUSAL_BLOCKS=2, causal heads of >= 256 rows are cut into row blocks that
+// skip the keys no row of the block sees (@causal_blocks; the default is one block).
+// RUN: env RLX_NUM_THREADS=1 RLX_CAUSAL_BLOCKS=2 rlx-opt %s --lower-to-linalg | FileCheck %s
 // RUN: env RLX_NUM_THREADS=2 rlx-opt %s --lower-to-linalg | FileCheck %s --check-prefix=CHUNK
 // RUN: rlx-opt %s --lower-to-linalg | FileCheck %s --check-prefix=NORLX
 // RUN: rlx-opt %s --lower-to-llvm | mlir-opt | FileCheck %s --check-prefix=LLVM

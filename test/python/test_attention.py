@@ -259,7 +259,7 @@ def test_builder_rejects_bad_attributes():
             "score_scale"), 0.5)
 
 
-def test_causal_with_key_padding_is_one_op_with_row_blocks():
+def test_causal_with_key_padding_is_one_op_with_row_blocks(monkeypatch):
     """mask_kind='causal' with a [B, S_kv] key-padding mask is the op's causal_padding
     kind (no dense [B, H, S, S_kv] bias): at S = 256 it is cut into causal row blocks;
     values and q/k/v gradients match torch's SDPA with the combined bool mask, and a query
@@ -273,6 +273,7 @@ def test_causal_with_key_padding_is_one_op_with_row_blocks():
     q, k, v = (rng.standard_normal((B, S, H * D)).astype(np.float32) for _ in range(3))
     pad = np.ones((B, S), bool)
     pad[0, 200:], pad[1, :3] = False, False  # example 1: queries 0..2 see only padding
+    monkeypatch.setenv("RLX_CAUSAL_BLOCKS", "2")
     assert len(row_blocks(AttentionConfig(H, H, D, "causal_padding"), S, S)) == 2
 
     def f(q, k, v):

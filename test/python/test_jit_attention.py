@@ -162,7 +162,7 @@ def small_blocks(monkeypatch):
     """Row blocks from 32 rows and up to 4 of them (production: see attention.py)."""
     from rlx_mlir.dialects import attention
 
-    monkeypatch.setattr(attention, "CAUSAL_BLOCKS", 4)
+    monkeypatch.setenv("RLX_CAUSAL_BLOCKS", "4")
     monkeypatch.setattr(attention, "CAUSAL_BLOCK_MIN", 32)
 
 
@@ -188,12 +188,27 @@ def test_row_blocks_cover_rows_and_skip_unseen_keys(small_blocks):
     assert row_blocks(AttentionConfig(2, 2, 4, "none"), 256, 256) == [RowBlock(0, 256, 256)]
 
 
-def test_production_row_blocks():
+def test_production_row_blocks(monkeypatch):
+    """One block by default (a second one's code cost more compile time than it saved);
+    ``RLX_CAUSAL_BLOCKS=2`` cuts heads of 256+ rows in two."""
     from rlx_mlir.dialects.attention import AttentionConfig, RowBlock, row_blocks
 
     causal = AttentionConfig(4, 4, 64, "causal")
+    assert row_blocks(causal, 256, 256) == [RowBlock(0, 256, 256)]
+    monkeypatch.setenv("RLX_CAUSAL_BLOCKS", "2")
     assert row_blocks(causal, 256, 256) == [RowBlock(0, 128, 128), RowBlock(128, 256, 256)]
     assert row_blocks(causal, 128, 128) == [RowBlock(0, 128, 128)]
+
+
+def test_causal_blocks_setting_is_checked_and_keys_the_cache(monkeypatch):
+    from rlx_mlir.runtime import jit
+
+    key = jit.content_key("module {}")
+    monkeypatch.setenv("RLX_CAUSAL_BLOCKS", "2")
+    assert jit.content_key("module {}") != key
+    monkeypatch.setenv("RLX_CAUSAL_BLOCKS", "0")
+    with pytest.raises(rlx.RlxError, match="RLX_CAUSAL_BLOCKS"):
+        jit.content_key("module {}")
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
