@@ -70,12 +70,14 @@ def apply_fusion(module: Any) -> None:
     hand) as linalg, CSE + canonicalize, rematerialize, then elementwise fusion (+ cleanup)."""
     from mlir.passmanager import PassManager
 
-    PassManager.parse("builtin.module(func.func(convert-elementwise-to-linalg),cse,"
-                      "canonicalize)").run(module.operation)
+    from rlx_mlir.lowering.capi import run_pass_manager
+
+    run_pass_manager(PassManager.parse("builtin.module(func.func(convert-elementwise-to-linalg),"
+                                       "cse,canonicalize)"), module.operation)
     generalize_reductions(module)
     rematerialize_cheap_producers(module)
-    PassManager.parse("builtin.module(func.func(linalg-fuse-elementwise-ops),canonicalize,cse)"
-                      ).run(module.operation)
+    run_pass_manager(PassManager.parse("builtin.module(func.func(linalg-fuse-elementwise-ops),"
+                                       "canonicalize,cse)"), module.operation)
 
 
 _GENERALIZE_REDUCE = """module attributes {transform.with_named_sequence} {

@@ -1011,26 +1011,19 @@ def _script(body: str) -> str:
 
 
 def _run_script(module, script: str) -> None:
+    """Apply ``script``'s ``@__transform_main`` to ``module`` (without the GIL:
+    :mod:`.capi`). The interpreter's expensive checks (handle-invalidation tracking, on by
+    default upstream) run only with ``RLX_VERIFY_EACH=1`` (5-10% of the scripts' time)."""
     from mlir import ir
-    from mlir.dialects.transform import interpreter
+
+    from rlx_mlir.lowering.capi import apply_named_sequence
+    from rlx_mlir.lowering.upstream import verify_each_pass
 
     tmod = ir.Module.parse(script)
     entry = next(op for op in tmod.body.operations
                  if "sym_name" in op.attributes
                  and ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
-    interpreter.apply_named_sequence(module.operation, entry, tmod, _transform_options())
-
-
-def _transform_options():
-    """The interpreter's options: its expensive checks (handle-invalidation tracking, on
-    by default) only with ``RLX_VERIFY_EACH=1`` (5-10% of the scripts' time)."""
-    from mlir.dialects.transform.interpreter import TransformOptions
-
-    from rlx_mlir.lowering.upstream import verify_each_pass
-
-    options = TransformOptions()
-    options.expensive_checks = verify_each_pass()
-    return options
+    apply_named_sequence(module.operation, entry, tmod, verify_each_pass())
 
 
 LAST_COUNTS: dict[str, int] = {}

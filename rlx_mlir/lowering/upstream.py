@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,6 +84,7 @@ def _fast_pipeline() -> list[Stage]:
     from rlx_mlir.lowering import llvm_hints as H
     from rlx_mlir.lowering import outline as O
     from rlx_mlir.lowering import schedules as S
+    from rlx_mlir.lowering import split as P
 
     return [
         Stage("fuse", f"python:{F.FUSION_VERSION}", F.apply_fusion),
@@ -94,6 +96,8 @@ def _fast_pipeline() -> list[Stage]:
               S.apply_bufferize),
         Stage("out-params",
               "buffer-results-to-out-params{hoist-static-allocs modify-public-functions}"),
+        Stage("declared-out-params", "python:declared-results-to-out-params",
+              P.declared_results_to_out_params),
         Stage("memplan", S.MEMPLAN),
         Stage("forall-temporaries", "python:heap-forall-temporaries",
               S.heap_parallel_temporaries),
@@ -153,7 +157,19 @@ PIPELINE: list[Stage] = PIPELINES.get(os.environ.get("RLX_PIPELINE", "").strip()
 
 def pipeline_spec(stages: str | Sequence[Stage] | None = None) -> str:
     """The whole pipeline as one string (part of the compile-cache key)."""
-    return ";".join(f"{s.name}={s.passes}" for s in pipeline_stages(stages))
+    from rlx_mlir.lowering.split import split_min_ops
+
+    return ";".join([*(f"{s.name}={s.passes}" for s in pipeline_stages(stages)),
+                     f"split={split_compiles()}:{split_min_ops()}"])
+
+
+def split_compiles() -> bool:
+    """Whether a big function is cut in two halves lowered on two threads
+    (:mod:`rlx_mlir.lowering.split`): with two or more threads (``RLX_NUM_THREADS``)
+    unless ``RLX_SPLIT_COMPILE=0``."""
+    from rlx_mlir.lowering.schedules import num_threads
+
+    return num_threads() > 1 and os.environ.get("RLX_SPLIT_COMPILE", "1") not in ("", "0")
 
 
 # ---------------------------------------------------------------- hand-off text
@@ -225,16 +241,21 @@ def _stderr_dump(stage: Stage, text: str) -> None:
 
 
 def run_upstream(text: str, stages: str | Sequence[Stage] | None = None,
-                 after_stage: StageCallback | None = None, phases: Phases | None = None) -> str:
+                 after_stage: StageCallback | None = None, phases: Phases | None = None,
+                 multithreaded: bool = True,
+                 on_result: Callable[[Any], None] | None = None) -> str:
     """Parse ``text`` upstream, run ``stages`` (a pipeline name or stage list; default
     ``RLX_PIPELINE`` / fast), return LLVM-dialect text. ``phases`` (if given) gets the
-    seconds of the parse, of each stage and of the final verify + print."""
+    seconds of the parse, of each stage and of the final verify + print;
+    ``multithreaded=False``: nested passes on this thread only; ``on_result`` gets the
+    final module, in its context."""
     from mlir import ir
     from mlir.passmanager import PassManager
 
     if after_stage is None and print_after_all_requested():
         after_stage = _stderr_dump
-    with ir.Context():
+    with ir.Context() as context:
+        context.enable_multithreading(multithreaded)
         with phase(phases, "upstream parse"):
             module = _parse_upstream(ir, text)
         for stage in pipeline_stages(stages):
@@ -244,18 +265,25 @@ def run_upstream(text: str, stages: str | Sequence[Stage] | None = None,
                 after_stage(stage, str(module))
         with phase(phases, "verify + print LLVM dialect"):
             _verify(module)
-            return str(module)
+            text = str(module)
+        if on_result is not None:
+            on_result(module)
+        return text
 
 
 def _parse_upstream(ir, text: str):
+    from rlx_mlir.lowering.capi import parse_module
+
     use_light_dialects()
     try:
-        return ir.Module.parse(text)
-    except Exception as e:  # MLIRError carries upstream's diagnostics
+        return parse_module(text)
+    except RlxError as e:  # carries upstream's diagnostics
         raise RlxError(f"upstream MLIR rejected the lowered module: {e}") from None
 
 
 def _run_stage(pass_manager_cls, module, stage: Stage) -> None:
+    from rlx_mlir.lowering.capi import run_pass_manager
+
     try:
         if stage.apply is not None:
             stage.apply(module)
@@ -264,7 +292,7 @@ def _run_stage(pass_manager_cls, module, stage: Stage) -> None:
             return
         pm = pass_manager_cls.parse(f"builtin.module({stage.passes})")
         pm.enable_verifier(verify_each_pass())
-        pm.run(module.operation)
+        run_pass_manager(pm, module.operation)
     except Exception as e:
         raise RlxError(f"upstream stage '{stage.name}' ({stage.passes}) failed: {e}") from None
 
@@ -286,15 +314,79 @@ def _refuse_nested_modules(module: ModuleOp) -> None:
 
 
 def lower_to_llvm(module: ModuleOp, stages: str | Sequence[Stage] | None = None,
-                  after_stage: StageCallback | None = None, phases: Phases | None = None) -> str:
+                  after_stage: StageCallback | None = None, phases: Phases | None = None,
+                  objects: list[bytes] | None = None, opt_level: int = 2) -> str:
     """rlx (or already lowered) xDSL module -> LLVM-dialect text (the module is not changed;
-    ``phases``, if given, gets the seconds of each phase: :mod:`rlx_mlir.runtime.timing`)."""
+    ``phases``, if given, gets the seconds of each phase: :mod:`rlx_mlir.runtime.timing`).
+    When the function is lowered in two halves and ``objects`` is a list, each half's
+    object code (at ``opt_level``) is compiled on its thread as soon as it is lowered and
+    appended to it (otherwise it stays empty)."""
     from rlx_mlir.lowering.to_linalg import lower_module
 
     _refuse_nested_modules(module)
     with phase(phases, "xdsl lower-to-linalg"):
         lowered = module.clone()
         lower_module(lowered)
+    if split_compiles() and after_stage is None and not print_after_all_requested() \
+            and (stages or default_pipeline_name()) == "fast":
+        text = _lower_halves(lowered, stages, phases, objects, opt_level)
+        if text is not None:
+            return text
     with phase(phases, "xdsl hand-off text"):
         text = handoff_text(lowered, in_place=True)
     return run_upstream(text, stages, after_stage, phases)
+
+
+def _result_or_none(job: Any) -> bytes | None:
+    """The object code of a finished code-generation job, None if it failed (the engine
+    then compiles the merged text, or falls back to MLIR's ExecutionEngine)."""
+    try:
+        return job.result()
+    except (RlxError, OSError):
+        return None
+
+
+def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
+                  phases: Phases | None, objects: list[bytes] | None,
+                  opt_level: int) -> str | None:
+    """LLVM-dialect text of ``lowered``'s function cut in two halves, each lowered (and,
+    with ``objects``, compiled) in its own context on its own thread
+    (:mod:`rlx_mlir.lowering.split`); None, with ``lowered`` unchanged, when it is not cut."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from rlx_mlir.lowering.split import merge_llvm_texts, split_function
+    from rlx_mlir.runtime import native
+
+    started = time.perf_counter()
+    halves = split_function(lowered)
+    if halves is None:
+        return None
+    if phases is not None:
+        phases["xdsl split in halves"] = time.perf_counter() - started
+    codegen: list[Future[bytes]] = []
+    half_phases: list[Phases] = [{} for _ in halves]
+
+    def lower_half(pool: ThreadPoolExecutor, i: int) -> str:
+        text = run_upstream(handoff_text(halves[i], in_place=True), stages,
+                            phases=half_phases[i], multithreaded=False)
+        if objects is not None:  # queued behind the other half, on the same two threads
+            for part in native.split_module_text(text, native.codegen_jobs(text)):
+                codegen.append(pool.submit(native.object_code, part, opt_level))
+        return text
+
+    name = "hand-off, upstream stages" + ("" if objects is None else ", LLVM code generation")
+    with phase(phases, f"{name}: halves on 2 threads"):
+        with ThreadPoolExecutor(len(halves)) as pool:
+            texts = list(pool.map(lambda i: lower_half(pool, i), range(len(halves))))
+            compiled = [_result_or_none(job) for job in codegen]
+    if phases is not None:  # each half's own stages (on threads that shared the cores)
+        phases.update({f"  half {i}: {k}": v for i, own in enumerate(half_phases)
+                       for k, v in own.items()})
+    if objects is not None and all(code is not None for code in compiled):
+        objects.extend(code for code in compiled if code is not None)
+    with phase(phases, "merge the halves' LLVM dialect"):
+        merged = merge_llvm_texts(texts)
+    if merged is None:
+        raise RlxError("the two halves of the split function define a symbol differently "
+                       "(internal error; RLX_SPLIT_COMPILE=0 compiles it whole)")
+    return merged

@@ -294,6 +294,9 @@ class Engine:
     """How :meth:`start` got it: ``llvm`` (object files compiled now, in
     ``timings["codegen_jobs"]`` parallel threads), ``cached-objects`` (the disk cache) or
     ``execution-engine`` (the fallback when object code generation fails)."""
+    objects_compiled_in_lowering: bool = False
+    """:attr:`objects` came from the threads that lowered the function's halves
+    (:mod:`rlx_mlir.lowering.split`), not from the cache."""
     _handles: tuple[Any, ...] = ()
     _lookup: Callable[[str], int] | None = None
     _packed_calls: bool = True
@@ -304,7 +307,7 @@ class Engine:
         started = time.perf_counter()
         tune_malloc()
         if self.objects and self._load_objects():
-            self.native_code = "cached-objects"
+            self.native_code = "llvm" if self.objects_compiled_in_lowering else "cached-objects"
         elif self._compile_objects(native.codegen_jobs(self.llvm_text)):
             self.native_code = "llvm"
         else:
@@ -314,7 +317,9 @@ class Engine:
             self.function_address(name)
         self.timings["llvm_codegen_s"] = time.perf_counter() - started
         parts = int(self.timings.get("codegen_jobs", 1))
-        how = {"llvm": f"llvm codegen ({parts} threads) + load",
+        codegen = "load (compiled with the halves)" if self.objects_compiled_in_lowering \
+            else f"llvm codegen ({parts} threads) + load"
+        how = {"llvm": codegen,
                "execution-engine": "llvm codegen (in-process ExecutionEngine)",
                "cached-objects": "load cached objects"}[self.native_code]
         self.phases[how] = self.timings["llvm_codegen_s"]
@@ -580,10 +585,14 @@ def _lower(module: ModuleOp, key: str) -> Engine:
     result_maps = {f.sym_name.data.removeprefix(SYMBOL_PREFIX): dedupe_results(f)
                    for f in unique.ops if _is_public_func(f)}
     phases: Phases = {}
-    llvm_text = lower_to_llvm(unique, phases=phases)
+    objects: list[bytes] = []
+    llvm_text = lower_to_llvm(unique, phases=phases, objects=objects, opt_level=opt_level())
     engine = Engine(key, llvm_text, signatures, find_func(module).sym_name.data,
                     {n: m for n, m in result_maps.items() if m != list(range(len(m)))},
-                    phases=phases)
+                    phases=phases, objects=objects,
+                    objects_compiled_in_lowering=bool(objects))
+    if objects:
+        engine.timings["codegen_jobs"] = float(len(objects))
     engine.timings["lowering_s"] = time.perf_counter() - started
     return engine
 

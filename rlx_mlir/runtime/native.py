@@ -71,22 +71,33 @@ _OBJECT_FILE = 1  # LLVMObjectFile
 _RELOC_PIC = 2  # LLVMRelocPIC
 
 
-def _object_code(part: str, level: int) -> bytes:
+def object_code(part: str, level: int) -> bytes:
     """One LLVM-dialect module's object code, in-process: parsed in its own MLIR context,
-    translated to LLVM IR, ``default<O<level>>`` passes, machine code at ``level`` for the
-    host CPU (what ``mlir-translate | opt | llc`` did, without their process start-ups and
-    text files). Every LLVM call goes through ctypes, which releases the GIL, so parts
-    compile in parallel threads."""
+    then :func:`module_object_code` (what ``mlir-translate | opt | llc`` did, without their
+    process start-ups and text files). Every MLIR and LLVM call goes through ctypes, which
+    releases the GIL, so parts compile in parallel threads."""
     from mlir import ir
 
-    lib, capi = _llvm(), _mlir_capi()
+    from rlx_mlir.lowering.capi import parse_module
+
     with ir.Context() as context:
         context.enable_multithreading(False)
-        capi.mlirRegisterAllLLVMTranslations(_capsule(context, "Context"))
-        module = ir.Module.parse(part)
-        llvm_context = lib.LLVMContextCreate()
-        llvm_module = capi.mlirTranslateModuleToLLVMIR(_capsule(module.operation, "Operation"),
-                                                       llvm_context)
+        return module_object_code(parse_module(part), level)
+
+
+def module_object_code(module: object, level: int) -> bytes:
+    """Object code of an LLVM-dialect ``mlir.ir.Module`` (used in its context's thread):
+    translated to LLVM IR, ``default<O<level>>`` passes, machine code at ``level`` for
+    the host CPU.
+
+    >>> module_object_code(llvm_dialect_module, 2)[:4]   # doctest: +SKIP
+    b'\\x7fELF'
+    """
+    lib, capi = _llvm(), _mlir_capi()
+    capi.mlirRegisterAllLLVMTranslations(_capsule(module.context, "Context"))  # type: ignore[attr-defined]
+    llvm_context = lib.LLVMContextCreate()
+    llvm_module = capi.mlirTranslateModuleToLLVMIR(
+        _capsule(module.operation, "Operation"), llvm_context)  # type: ignore[attr-defined]
     machine = options = None
     try:
         if not llvm_module:
@@ -153,9 +164,9 @@ def compile_objects(llvm_dialect_text: str, jobs: int, level: int = 2) -> list[b
     """
     parts = split_module_text(llvm_dialect_text, jobs) if jobs > 1 else [llvm_dialect_text]
     if len(parts) == 1:
-        return [_object_code(parts[0], level)]
+        return [object_code(parts[0], level)]
     with concurrent.futures.ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as pool:
-        return list(pool.map(functools.partial(_object_code, level=level), parts))
+        return list(pool.map(functools.partial(object_code, level=level), parts))
 
 
 # ---------------------------------------------------------------- module split

@@ -64,7 +64,8 @@ def test_compile_profile_names_every_phase():
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     named = {line.split("  ")[0].strip() for line in lines[1:]}
-    assert {"grad_with_loss", "xdsl lower-to-linalg", "print LLVM dialect", "total"} <= named
+    assert {"grad_with_loss", "xdsl lower-to-linalg", "verify + print LLVM dialect",
+            "total"} <= named
     assert {f"stage {s.name}" for s in pipeline_stages()} <= named
     assert any(line.startswith("LLVM codegen (") for line in lines)
 

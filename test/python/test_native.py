@@ -194,7 +194,7 @@ def failing_codegen(*args, **kwargs):
 
 def test_failing_codegen_warns_and_uses_the_execution_engine(fresh, monkeypatch, rng):
     monkeypatch.setenv("RLX_CODEGEN_JOBS", "2")
-    monkeypatch.setattr(native, "_object_code", failing_codegen)
+    monkeypatch.setattr(native, "object_code", failing_codegen)
     with pytest.warns(RuntimeWarning, match="object code generation failed"):
         f = jit.compile(TEXT, entry="step")
     assert f.engine.native_code == "execution-engine"

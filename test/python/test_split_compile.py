@@ -1,0 +1,171 @@
+"""Big functions lowered in two halves on two threads (rlx_mlir/lowering/split.py): the
+same numbers as the whole function, the halves' values passed right, the LLVM texts
+merged, and upstream's diagnostics kept when a call made without the GIL fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_models_grad import assert_block_grads_match, random_args, rlx_grads
+
+import rlx_mlir as rlx
+from rlx_mlir.lowering.split import merge_llvm_texts
+from rlx_mlir.models import llama_block_loss, transformer_block_loss
+from rlx_mlir.runtime import jit
+
+SPLIT_PHASE = "xdsl split in halves"
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    monkeypatch.setenv("RLX_NUM_THREADS", "2")
+    monkeypatch.setenv("RLX_CACHE_DIR", "off")
+    monkeypatch.delenv("RLX_SPLIT_COMPILE", raising=False)
+    jit.clear_memory_cache()
+
+
+def compile_grad(module, name):
+    grad = rlx.grad_with_loss(module, name)
+    return rlx.compile(module, entry=grad.sym_name.data)
+
+
+def test_transformer_gradient_in_halves_matches_torch(two_threads):
+    rng = np.random.default_rng(1)
+    m = transformer_block_loss(batch=2, seq=8, d_model=16, heads=2)
+    args, names = random_args(m, "block_loss", rng)
+    loss, grads = rlx_grads(m, "block_loss", args, native=True)
+    assert_block_grads_match(loss, grads, args, names)
+    exe = compile_grad(transformer_block_loss(batch=2, seq=8, d_model=16, heads=2), "block_loss")
+    assert SPLIT_PHASE in exe.engine.phases
+    assert exe.engine.objects_compiled_in_lowering and exe.engine.native_code == "llvm"
+    assert "__part0" in exe.engine.llvm_text and "__part1" in exe.engine.llvm_text
+
+
+def test_llama_gradient_in_halves_matches_the_whole_function(two_threads, monkeypatch):
+    rng = np.random.default_rng(2)
+    args, _ = random_args(llama_block_loss(batch=2, seq=16, d_model=32, heads=4, kv_heads=2,
+                                           hidden=48), "llama_loss", rng)
+    outs = []
+    for split in ("1", "0"):
+        monkeypatch.setenv("RLX_SPLIT_COMPILE", split)
+        exe = compile_grad(llama_block_loss(batch=2, seq=16, d_model=32, heads=4, kv_heads=2,
+                                            hidden=48), "llama_loss")
+        assert (SPLIT_PHASE in exe.engine.phases) == (split == "1")
+        outs.append(exe(**args, d_output=np.float32(1.0)))
+    for got, want in zip(*outs, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_no_split_on_one_thread_or_when_turned_off(monkeypatch):
+    monkeypatch.setenv("RLX_CACHE_DIR", "off")
+    for env in ({"RLX_NUM_THREADS": "1"}, {"RLX_NUM_THREADS": "2", "RLX_SPLIT_COMPILE": "0"}):
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        jit.clear_memory_cache()
+        exe = compile_grad(transformer_block_loss(batch=1, seq=8, d_model=16, heads=2),
+                           "block_loss")
+        assert SPLIT_PHASE not in exe.engine.phases and "stage bufferize" in exe.engine.phases
+        assert not exe.engine.objects_compiled_in_lowering
+
+
+def edges(x, w):
+    h = x @ w
+    positive = h > 0.0
+    total = h.sum()
+    flat = h.reshape(24)
+    y = (rlx.nn.relu(h) @ w) * total
+    picked = rlx.nn.where(positive, y, x)
+    return picked, x, total, picked, h, flat
+
+
+def test_values_crossing_the_cut(two_threads, monkeypatch):
+    """Split after any op (RLX_SPLIT_MIN_OPS=1): a bool mask, a scalar and a reshape cross
+    the cut; results are an argument, a value returned twice and first-half values."""
+    from rlx_mlir.lowering.split import split_function
+    from rlx_mlir.lowering.to_linalg import lower_module
+
+    monkeypatch.setenv("RLX_SPLIT_MIN_OPS", "1")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 6)).astype(np.float32)
+    traced = rlx.jit(edges).lower(x, w)
+    lowered = traced.module.clone()
+    lower_module(lowered)
+    _, second = split_function(lowered)
+    second_inputs = str(next(iter(second.ops)).function_type)
+    assert "i1>" in second_inputs and "tensor<f32>" in second_inputs
+    exe = rlx.compile(traced)
+    assert SPLIT_PHASE in exe.engine.phases
+    h = x @ w
+    s = h.sum()
+    picked = np.where(h > 0, (np.maximum(h, 0) @ w) * s, x)
+    want = [picked, x, s, picked, h, h.reshape(24)]
+    for got, expected in zip(exe(x, w), want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_split_setting_is_checked_and_keys_the_cache(two_threads, monkeypatch):
+    key = jit.content_key("module {}")
+    monkeypatch.setenv("RLX_SPLIT_MIN_OPS", "50")
+    assert jit.content_key("module {}") != key
+    monkeypatch.setenv("RLX_SPLIT_MIN_OPS", "0")
+    with pytest.raises(rlx.RlxError, match="RLX_SPLIT_MIN_OPS"):
+        jit.content_key("module {}")
+
+
+HEAD = "module attributes {llvm.target = 1 : i64} {"
+
+
+def module_text(*ops: str) -> str:
+    return "\n".join([HEAD, *ops, "}", ""])
+
+
+DEFINE_G = "  llvm.func @g() {\n    llvm.return\n  }"
+DEFINE_G_OTHER = "  llvm.func @g() {\n    llvm.br ^bb1\n  ^bb1:\n    llvm.return\n  }"
+
+
+def test_merge_keeps_definitions_over_declarations_and_identical_ops_once():
+    first = module_text("  llvm.func @malloc(i64) -> !llvm.ptr", "  llvm.func @g()",
+                        "  llvm.func @f() {\n    llvm.call @g() : () -> ()\n    llvm.return\n  }")
+    second = module_text("  llvm.func @malloc(i64) -> !llvm.ptr", DEFINE_G)
+    merged = merge_llvm_texts([first, second])
+    assert merged is not None
+    assert merged.count("llvm.func @malloc") == 1 and merged.count("llvm.func @g()") == 1
+    assert DEFINE_G in merged and "llvm.func @f()" in merged
+
+
+def test_merge_refuses_two_different_definitions_or_headers():
+    assert merge_llvm_texts([module_text(DEFINE_G), module_text(DEFINE_G_OTHER)]) is None
+    assert merge_llvm_texts([module_text(DEFINE_G), "module {\n}\n"]) is None
+    assert merge_llvm_texts([module_text(DEFINE_G), module_text(DEFINE_G)]) == module_text(DEFINE_G)
+
+
+def test_merge_unites_attribute_aliases_and_renames_clashing_ones():
+    first = "#a = #llvm.x<1>\n#b = #llvm.y<#a>\n" + module_text(
+        "  llvm.func @f() attributes {p = #b} {\n    llvm.return\n  }")
+    second = "#a = #llvm.x<2>\n#b = #llvm.y<#a>\n" + module_text(
+        "  llvm.func @g() attributes {p = #b, q = #a} {\n    llvm.return\n  }")
+    merged = merge_llvm_texts([first, second])
+    assert merged is not None
+    assert merged.startswith("#a = #llvm.x<1>\n#b = #llvm.y<#a>\n#a_h1 = #llvm.x<2>\n"
+                             "#b_h1 = #llvm.y<#a_h1>\nmodule")
+    assert "@g() attributes {p = #b_h1, q = #a_h1}" in merged
+    assert "@f() attributes {p = #b}" in merged
+    same = "#a = #llvm.x<1>\n" + module_text(DEFINE_G)
+    assert merge_llvm_texts([same, "#a = #llvm.x<1>\n" + module_text()]) == same
+
+
+def test_calls_without_the_gil_keep_upstream_diagnostics():
+    from mlir import ir
+    from mlir.passmanager import PassManager
+
+    from rlx_mlir.lowering.capi import parse_module, run_pass_manager
+
+    with ir.Context():
+        with pytest.raises(rlx.RlxError, match=r"parsing the module failed: .*1:23.*expected"):
+            parse_module("module { func.func @f( }")
+        module = parse_module("module { func.func @f() { return } }")
+        function = module.body.operations[0]
+        with pytest.raises(rlx.RlxError, match="pass pipeline failed: .*can't run"):
+            run_pass_manager(PassManager.parse("builtin.module(canonicalize)"), function.operation)
+        run_pass_manager(PassManager.parse("builtin.module(canonicalize)"), module.operation)
