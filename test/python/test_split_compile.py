@@ -169,3 +169,15 @@ def test_calls_without_the_gil_keep_upstream_diagnostics():
         with pytest.raises(rlx.RlxError, match="pass pipeline failed: .*can't run"):
             run_pass_manager(PassManager.parse("builtin.module(canonicalize)"), function.operation)
         run_pass_manager(PassManager.parse("builtin.module(canonicalize)"), module.operation)
+
+
+def test_a_cut_passing_too_many_values_compiles_whole(two_threads, monkeypatch):
+    from rlx_mlir.lowering import split
+
+    monkeypatch.setenv("RLX_SPLIT_MIN_OPS", "1")
+    monkeypatch.setattr(split, "MAX_FIRST_RESULTS", 1)
+    x = np.ones((4, 6), np.float32)
+    w = np.eye(6, dtype=np.float32)
+    exe = rlx.compile(rlx.jit(edges).lower(x, w))
+    assert SPLIT_PHASE not in exe.engine.phases
+    np.testing.assert_allclose(exe(x, w)[4], x @ w)
