@@ -537,3 +537,18 @@ def test_print_after_all_dumps_even_when_the_module_is_cached(monkeypatch, tmp_p
         capsys.readouterr()
         np.testing.assert_allclose(jit_compile(b.module)(x)[0], np.tanh(x), rtol=1e-6)
         assert "IR after upstream stage 'llvm'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("setting", "other"), [("RLX_CAUSAL_BLOCKS", "2"),
+                                                 ("RLX_SPLIT_MIN_OPS", "50")])
+def test_lowering_settings_are_checked_and_key_the_cache(setting, other, monkeypatch):
+    """Settings that change the generated code change the cache key; 0 is refused."""
+    from rlx_mlir.runtime import jit
+
+    monkeypatch.delenv(setting, raising=False)
+    key = jit.content_key("module {}")
+    monkeypatch.setenv(setting, other)
+    assert jit.content_key("module {}") != key
+    monkeypatch.setenv(setting, "0")
+    with pytest.raises(rlx.RlxError, match=setting):
+        jit.content_key("module {}")

@@ -200,17 +200,6 @@ def test_production_row_blocks(monkeypatch):
     assert row_blocks(causal, 128, 128) == [RowBlock(0, 128, 128)]
 
 
-def test_causal_blocks_setting_is_checked_and_keys_the_cache(monkeypatch):
-    from rlx_mlir.runtime import jit
-
-    key = jit.content_key("module {}")
-    monkeypatch.setenv("RLX_CAUSAL_BLOCKS", "2")
-    assert jit.content_key("module {}") != key
-    monkeypatch.setenv("RLX_CAUSAL_BLOCKS", "0")
-    with pytest.raises(rlx.RlxError, match="RLX_CAUSAL_BLOCKS"):
-        jit.content_key("module {}")
-
-
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
 def test_per_head_loop_any_thread_count(threads, monkeypatch, rng):
     """The per-head loop single-threaded (a plain loop), chunked over 2 threads (batch 4),

@@ -104,15 +104,6 @@ def test_values_crossing_the_cut(two_threads, monkeypatch):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_split_setting_is_checked_and_keys_the_cache(two_threads, monkeypatch):
-    key = jit.content_key("module {}")
-    monkeypatch.setenv("RLX_SPLIT_MIN_OPS", "50")
-    assert jit.content_key("module {}") != key
-    monkeypatch.setenv("RLX_SPLIT_MIN_OPS", "0")
-    with pytest.raises(rlx.RlxError, match="RLX_SPLIT_MIN_OPS"):
-        jit.content_key("module {}")
-
-
 HEAD = "module attributes {llvm.target = 1 : i64} {"
 
 
