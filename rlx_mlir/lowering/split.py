@@ -57,6 +57,7 @@ char-LM gradient) took 0.61 s, the whole function 0.40 s."""
 REMATERIALIZED = frozenset({"arith.constant", "tensor.empty", "tensor.expand_shape",
                             "tensor.collapse_shape"})
 """Ops the second half gets its own copy of (reading the first's value they read)."""
+RESHAPES = frozenset({"tensor.expand_shape", "tensor.collapse_shape"})
 
 
 def weight(op: Operation) -> int:
@@ -162,7 +163,7 @@ def split_function(module: ModuleOp) -> tuple[ModuleOp, ModuleOp] | None:
         return None
     cut = _cut_index(block, ops)
     head, tail = ops[:cut], set(ops[cut:])
-    passed = _crossing(block, head, tail)
+    passed = [_reshaped(v) for v in _crossing(block, head, tail)]  # a reshape passes its source
     head_values = {r for op in head for r in op.results}
     returned_early = {v for v in ret.operands if v in head_values}
     if not all(_passable(v) for v in passed) or \
@@ -194,6 +195,13 @@ def split_function(module: ModuleOp) -> tuple[ModuleOp, ModuleOp] | None:
     f.detach()
     return (ModuleOp([*(e.clone() for e in externals), f, part0, declaration]),
             ModuleOp([*(e.clone() for e in externals), part1]))
+
+
+def _reshaped(value: SSAValue) -> SSAValue:
+    """The value a chain of reshapes starts from (what the second half gets for it)."""
+    while isinstance(value.owner, Operation) and value.owner.name in RESHAPES:
+        value = value.owner.operands[0]
+    return value
 
 
 def _crossing(block: Block, head: Sequence[Operation], tail: set[Operation]) -> list[SSAValue]:
@@ -280,6 +288,36 @@ def _top_level_ops(text: str) -> tuple[list[str], list[list[str]]] | None:
     return lines[: start + 1], ops
 
 
+def _declaration(op: list[str]) -> bool:
+    """A function declaration (``llvm.func @f(...)`` without a body)."""
+    return len(op) == 1 and op[0].split()[:1] == ["llvm.func"]
+
+
+def _local(op: list[str]) -> bool:
+    """A global, or a function another object file cannot see (``internal``, ``private``
+    or ``linkonce`` linkage): each part's own copy may be renamed."""
+    words = op[0].split("@")[0].split()
+    return words[:1] == ["llvm.mlir.global"] or \
+        any(w in ("internal", "private", "linkonce", "linkonce_odr") for w in words)
+
+
+def _rename_local_clashes(text: str, merged: dict[str, list[str]], suffix: str) -> str:
+    """``text`` with each global or local function whose name ``merged`` already holds
+    with other text renamed (``@name`` -> ``@name<suffix>``): each half names its constant
+    globals on its own (``@__constant_4xf32`` in both, with different values)."""
+    cut = _top_level_ops(text)
+    if cut is None:
+        return text
+    renames = {}
+    for op in cut[1]:
+        key = _symbol(op)
+        if key.startswith("@") and _local(op) and key in merged and merged[key] != op:
+            renames[key] = key + suffix
+    for old, new in renames.items():
+        text = re.sub(re.escape(old) + r"(?![\w.$-])", new, text)
+    return text
+
+
 def _symbol(op: list[str]) -> str:
     """``@name`` of a function or global, else the op's whole text (its identity)."""
     words = op[0].split()
@@ -292,9 +330,10 @@ def _symbol(op: list[str]) -> str:
 def merge_llvm_texts(texts: Sequence[str]) -> str | None:
     """One LLVM-dialect module of several that declare each other's functions: every
     definition once, a declaration only where no part defines the symbol, identical ops
-    once; attribute aliases (``#loop_annotation = ...``) once, a part's alias renamed where
-    another part gave the name a different value. None when two parts define a symbol
-    differently (or a text is not the printed form expected).
+    once; attribute aliases (``#loop_annotation = ...``) once, a part's alias, global or
+    local function renamed where another part gave the name different text. None when two
+    parts define an external function differently (or a text is not the printed form
+    expected).
 
     >>> merge_llvm_texts([first_llvm_text, second_llvm_text])   # doctest: +SKIP
     """
@@ -302,16 +341,17 @@ def merge_llvm_texts(texts: Sequence[str]) -> str | None:
     merged: dict[str, list[str]] = {}
     module_lines = set()
     for i, text in enumerate(texts):
-        cut = _top_level_ops(_merge_aliases(text, aliases, f"_h{i}"))
+        body = _merge_aliases(text, aliases, f"_h{i}")
+        cut = _top_level_ops(_rename_local_clashes(body, merged, f"_h{i}"))
         if cut is None:
             return None
         module_lines.add(cut[0][-1])
         for op in cut[1]:
             key = _symbol(op)
             kept = merged.get(key)
-            if kept is None or (len(kept) == 1 and len(op) > 1):
+            if kept is None or (_declaration(kept) and not _declaration(op)):
                 merged[key] = op  # new, or a definition of what was only declared
-            elif kept != op and len(op) > 1:
+            elif kept != op and not _declaration(op):
                 return None
     if len(module_lines) != 1:
         return None
@@ -368,9 +408,11 @@ def declared_results_to_out_params(module: Any) -> int:
         if op.operation.name != "func.func" or op.regions[0].blocks:
             continue
         ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-        if ftype.results and all(isinstance(t, ir.MemRefType) for t in ftype.results):
+        buffers = [t for t in ftype.results if isinstance(t, ir.MemRefType)]
+        if buffers:  # as the pass does: memref results move to the end, others stay
+            others = [t for t in ftype.results if not isinstance(t, ir.MemRefType)]
             op.attributes["function_type"] = ir.TypeAttr.get(
-                ir.FunctionType.get([*ftype.inputs, *ftype.results], []))
+                ir.FunctionType.get([*ftype.inputs, *buffers], others))
             if "arg_attrs" in op.attributes:
                 del op.attributes["arg_attrs"]
             declared.add(symbol_name(op))
@@ -384,15 +426,22 @@ def declared_results_to_out_params(module: Any) -> int:
 
 
 def _pass_out_params(call: Any) -> None:
-    """``%r = call @f(%a)`` -> ``%r = memref.alloc(); call @f(%a, %r)``."""
+    """``%r, %s = call @f(%a)`` (``%r`` a memref) -> ``%r = memref.alloc();
+    %s = call @f(%a, %r)``."""
     from mlir import ir
     from mlir.dialects import func, memref
 
+    results = list(call.results)
+    buffers = [r for r in results if isinstance(r.type, ir.MemRefType)]
+    others = [r for r in results if not isinstance(r.type, ir.MemRefType)]
     with ir.InsertionPoint(call), call.location:
-        outs = [memref.AllocOp(r.type, [], []).result for r in call.results]
-        func.CallOp([], call.attributes["callee"], [*call.operands, *outs])
-    for result, buffer in zip(call.results, outs, strict=True):
+        outs = [memref.AllocOp(r.type, [], []).result for r in buffers]
+        new = func.CallOp([r.type for r in others], call.attributes["callee"],
+                          [*call.operands, *outs])
+    for result, buffer in zip(buffers, outs, strict=True):
         result.replace_all_uses_with(buffer)
+    for result, value in zip(others, new.results, strict=True):
+        result.replace_all_uses_with(value)
     call.erase()
 
 

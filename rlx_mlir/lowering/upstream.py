@@ -166,10 +166,11 @@ def pipeline_spec(stages: str | Sequence[Stage] | None = None) -> str:
 def split_compiles() -> bool:
     """Whether a big function is cut in two halves lowered on two threads
     (:mod:`rlx_mlir.lowering.split`): with two or more threads (``RLX_NUM_THREADS``)
-    unless ``RLX_SPLIT_COMPILE=0``."""
+    unless ``RLX_SPLIT_COMPILE`` is ``0``, ``false``, ``off`` or ``no``."""
     from rlx_mlir.lowering.schedules import num_threads
 
-    return num_threads() > 1 and os.environ.get("RLX_SPLIT_COMPILE", "1") not in ("", "0")
+    setting = os.environ.get("RLX_SPLIT_COMPILE", "1").strip().lower()
+    return num_threads() > 1 and setting not in ("0", "false", "off", "no")
 
 
 # ---------------------------------------------------------------- hand-off text

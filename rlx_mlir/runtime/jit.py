@@ -306,7 +306,9 @@ class Engine:
         is lazy otherwise: CODEGEN.md pitfall 10). :attr:`native_code` says how."""
         started = time.perf_counter()
         tune_malloc()
-        if self.objects and self._load_objects():
+        loaded = bool(self.objects) and self._load_objects()
+        self.objects_compiled_in_lowering &= loaded  # else compiled again from the text
+        if loaded:
             self.native_code = "llvm" if self.objects_compiled_in_lowering else "cached-objects"
         elif self._compile_objects(native.codegen_jobs(self.llvm_text)):
             self.native_code = "llvm"

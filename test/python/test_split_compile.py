@@ -172,3 +172,33 @@ def test_a_cut_passing_too_many_values_compiles_whole(two_threads, monkeypatch):
     exe = rlx.compile(rlx.jit(edges).lower(x, w))
     assert SPLIT_PHASE not in exe.engine.phases
     np.testing.assert_allclose(exe(x, w)[4], x @ w)
+
+
+def fft_squared(x):
+    """Both halves hold twiddle-factor tables of the same shape: their globals get the
+    same name (``@__constant_...``) in the two modules."""
+    y = rlx.fft.fft(x)
+    return rlx.fft.ifft(y * y)
+
+
+def test_merged_text_keeps_each_halfs_constants(two_threads, monkeypatch):
+    """The merged module (what the cache keeps and a fallback compiles) renames a global
+    the other half named the same: here run by the ExecutionEngine from that text."""
+    from rlx_mlir.runtime import native
+
+    monkeypatch.setenv("RLX_SPLIT_MIN_OPS", "1")
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
+    want = np.fft.ifft(np.fft.fft(x) ** 2)
+    traced = rlx.jit(fft_squared).lower(x)
+    np.testing.assert_allclose(rlx.compile(traced)(x)[0], want, atol=1e-4)
+    jit.clear_memory_cache()
+
+    def failing_codegen(*args, **kwargs):
+        raise rlx.RlxError("LLVM code generation failed: test")
+
+    monkeypatch.setattr(native, "object_code", failing_codegen)
+    with pytest.warns(RuntimeWarning, match="object code generation failed"):
+        exe = rlx.compile(traced)
+    assert exe.engine.native_code == "execution-engine" and SPLIT_PHASE in exe.engine.phases
+    assert "_h1(" in exe.engine.llvm_text
+    np.testing.assert_allclose(exe(x)[0], want, atol=1e-4)
