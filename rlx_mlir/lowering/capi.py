@@ -60,17 +60,20 @@ def _lib() -> ctypes.CDLL:
     return lib
 
 
-def _pointer(handle: Any, kind: str) -> int:
-    """The C pointer inside a bindings object (``ir.Context``, ``ir.Operation``, ...)."""
+def capsule_pointer(handle: Any, kind: str) -> int:
+    """The C pointer inside a bindings object (``ir.Context``, ``ir.Operation``, ...),
+    ``kind`` its capsule's name (``"mlir.ir.Context._CAPIPtr"``)."""
+    ctypes.pythonapi.PyCapsule_GetPointer.restype = _void_p
+    ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
     return ctypes.pythonapi.PyCapsule_GetPointer(handle._CAPIPtr, kind.encode())
 
 
 def _context_pointer(context: Any) -> int:
-    return _pointer(context, "mlir.ir.Context._CAPIPtr")
+    return capsule_pointer(context, "mlir.ir.Context._CAPIPtr")
 
 
 def _operation_pointer(op: Any) -> int:
-    return _pointer(op, "mlir.ir.Operation._CAPIPtr")
+    return capsule_pointer(op, "mlir.ir.Operation._CAPIPtr")
 
 
 @contextmanager
@@ -129,7 +132,7 @@ def run_pass_manager(pm: Any, op: Any) -> None:
 
     >>> run_pass_manager(PassManager.parse("builtin.module(cse)"), module.operation)  # doctest: +SKIP
     """
-    pm_pointer = _pointer(pm, "mlir.passmanager.PassManager._CAPIPtr")
+    pm_pointer = capsule_pointer(pm, "mlir.passmanager.PassManager._CAPIPtr")
     _checked(op, "the pass pipeline",
              lambda: _lib().mlirPassManagerRunOnOp(pm_pointer, _operation_pointer(op)))
 

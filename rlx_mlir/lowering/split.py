@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from rlx_mlir.diagnostics import RlxError, int_setting
+from rlx_mlir.runtime.native import top_level_ops
 
 
 def split_min_ops() -> int:
@@ -266,28 +267,6 @@ def _call_parts(f: func.FuncOp, first: tuple, second: tuple, crossing: Sequence[
 
 # ---------------------------------------------------------------- merging the LLVM texts
 
-_TOP = "  "
-
-
-def _top_level_ops(text: str) -> tuple[list[str], list[list[str]]] | None:
-    """(module header lines, top-level ops as line lists) of printed LLVM-dialect text."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("module")), None)
-    if start is None or not lines[start].endswith("{") or lines[-1] != "}":
-        return None
-    ops: list[list[str]] = []
-    index = start + 1
-    while index < len(lines) - 1:
-        end = index
-        if lines[index].endswith(" {"):
-            end = lines.index(_TOP + "}", index) if _TOP + "}" in lines[index:] else -1
-            if end < 0:
-                return None
-        ops.append(lines[index: end + 1])
-        index = end + 1
-    return lines[: start + 1], ops
-
-
 def _declaration(op: list[str]) -> bool:
     """A function declaration (``llvm.func @f(...)`` without a body)."""
     return len(op) == 1 and op[0].split()[:1] == ["llvm.func"]
@@ -305,7 +284,7 @@ def _rename_local_clashes(text: str, merged: dict[str, list[str]], suffix: str) 
     """``text`` with each global or local function whose name ``merged`` already holds
     with other text renamed (``@name`` -> ``@name<suffix>``): each half names its constant
     globals on its own (``@__constant_4xf32`` in both, with different values)."""
-    cut = _top_level_ops(text)
+    cut = top_level_ops(text)
     if cut is None:
         return text
     renames = {}
@@ -342,7 +321,7 @@ def merge_llvm_texts(texts: Sequence[str]) -> str | None:
     module_lines = set()
     for i, text in enumerate(texts):
         body = _merge_aliases(text, aliases, f"_h{i}")
-        cut = _top_level_ops(_rename_local_clashes(body, merged, f"_h{i}"))
+        cut = top_level_ops(_rename_local_clashes(body, merged, f"_h{i}"))
         if cut is None:
             return None
         module_lines.add(cut[0][-1])

@@ -121,8 +121,9 @@ def module_object_code(module: object, level: int) -> bytes:
 
 def _capsule(handle: object, kind: str) -> int:
     """The C pointer inside an MLIR Python object (``Context`` or ``Operation``)."""
-    return ctypes.pythonapi.PyCapsule_GetPointer(handle._CAPIPtr,  # type: ignore[attr-defined]
-                                                 f"mlir.ir.{kind}._CAPIPtr".encode())
+    from rlx_mlir.lowering.capi import capsule_pointer
+
+    return capsule_pointer(handle, f"mlir.ir.{kind}._CAPIPtr")
 
 
 def _target_machine(level: int) -> int:
@@ -206,8 +207,13 @@ def _mutable_global(header: str) -> bool:
     return bool(words) and words[0] == "llvm.mlir.global" and "constant" not in words
 
 
-def _cut_top_level(text: str) -> _TopLevel | None:
-    """Cut ``text`` into top-level ops; None if it is not the printed form expected."""
+def top_level_ops(text: str) -> tuple[list[str], list[list[str]]] | None:
+    """(lines up to the ``module`` line, each top-level op as its lines) of an MLIR
+    module's printed text; None if it is not the printed form expected.
+
+    >>> top_level_ops(printed_module)   # doctest: +SKIP
+    (['module {'], [['  llvm.func @f()']])
+    """
     lines = text.splitlines()
     try:
         start = next(i for i, line in enumerate(lines) if line.startswith("module"))
@@ -215,7 +221,7 @@ def _cut_top_level(text: str) -> _TopLevel | None:
         return None
     if not lines[start].endswith("{") or lines[-1] != "}":
         return None
-    cut = _TopLevel(lines[: start + 1], [], {})
+    ops: list[list[str]] = []
     index = start + 1
     while index < len(lines) - 1:
         line = lines[index]
@@ -230,14 +236,27 @@ def _cut_top_level(text: str) -> _TopLevel | None:
         op = lines[index: end + 1]
         if not all(_in_body(inner) for inner in op[1:-1]):
             return None
-        name = _external_definition(line.strip())
-        if name is None and _mutable_global(line.strip()):
+        ops.append(op)
+        index = end + 1
+    return lines[: start + 1], ops
+
+
+def _cut_top_level(text: str) -> _TopLevel | None:
+    """Cut ``text`` into shared ops and external definitions; None if it is not the
+    printed form expected."""
+    found = top_level_ops(text)
+    if found is None:
+        return None
+    cut = _TopLevel(found[0], [], {})
+    for op in found[1]:
+        header = op[0].strip()
+        name = _external_definition(header)
+        if name is None and _mutable_global(header):
             return None  # a copy per part would not be one variable
         if name is None:
             cut.shared.extend(op)
         else:
             cut.definitions[name] = op
-        index = end + 1
     return cut
 
 
@@ -338,8 +357,6 @@ def _mlir_capi() -> ctypes.CDLL:
     lib.mlirRegisterAllLLVMTranslations.argtypes = [_void_p]
     lib.mlirTranslateModuleToLLVMIR.restype = _void_p
     lib.mlirTranslateModuleToLLVMIR.argtypes = [_void_p, _void_p]
-    ctypes.pythonapi.PyCapsule_GetPointer.restype = _void_p
-    ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
     return lib
 
 
