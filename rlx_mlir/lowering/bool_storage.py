@@ -37,7 +37,10 @@ def widen(t: Attribute) -> Attribute:
 
 
 def widen_bool_storage(module: ModuleOp) -> None:
-    """Rewrite ``module`` in place so that no tensor holds ``i1`` elements."""
+    """Rewrite ``module`` in place so that no tensor holds ``i1`` elements (one walk and
+    nothing else when none does)."""
+    if _bool_storage_op(module) is None:
+        return
     for op in list(module.walk()):
         _widen_constant(op)
         _widen_values(op)
@@ -108,11 +111,19 @@ def _fix_scalar_boundary(op: Operation) -> None:
         Rewriter.insert_op(trunc, InsertPoint.after(op))
 
 
-def _check_no_bool_storage(module: ModuleOp) -> None:
+def _bool_storage_op(module: ModuleOp) -> Operation | None:
+    """The first op defining an ``i1`` tensor or memref (a result or a block argument)."""
     for op in module.walk():
         for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
             t = value.type
             if isinstance(t, (TensorType, MemRefType)) and isinstance(t.element_type, IntegerType) \
                     and t.element_type.width.data == 1:
-                raise RlxError(f"'{op.name}' keeps an i1 tensor after bool widening "
-                               "(upstream would abort storing it); report this", op=op)
+                return op
+    return None
+
+
+def _check_no_bool_storage(module: ModuleOp) -> None:
+    op = _bool_storage_op(module)
+    if op is not None:
+        raise RlxError(f"'{op.name}' keeps an i1 tensor after bool widening "
+                       "(upstream would abort storing it); report this", op=op)

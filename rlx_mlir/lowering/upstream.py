@@ -181,7 +181,7 @@ def prepare_for_handoff(module: ModuleOp, in_place: bool = False) -> ModuleOp:
     and empty attr lists gone, entries C-callable."""
     clone = module if in_place else module.clone()
     widen_bool_storage(clone)
-    for f in clone.walk():
+    for f in clone.ops:
         if isinstance(f, func.FuncOp):
             _clean_func(f)
     return clone
@@ -367,9 +367,8 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
     codegen: list[Future[bytes]] = []
     half_phases: list[Phases] = [{} for _ in halves]
 
-    def lower_half(pool: ThreadPoolExecutor, i: int) -> str:
-        text = run_upstream(handoff_text(halves[i], in_place=True), stages,
-                            phases=half_phases[i], multithreaded=False)
+    def lower_half(pool: ThreadPoolExecutor, i: int, text: str) -> str:
+        text = run_upstream(text, stages, phases=half_phases[i], multithreaded=False)
         if objects is not None:  # queued behind the other half, on the same two threads
             for part in native.split_module_text(text, native.codegen_jobs(text)):
                 codegen.append(pool.submit(native.object_code, part, opt_level))
@@ -378,7 +377,11 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
     name = "hand-off, upstream stages" + ("" if objects is None else ", LLVM code generation")
     with phase(phases, f"{name}: halves on 2 threads"):
         with ThreadPoolExecutor(len(halves)) as pool:
-            texts = list(pool.map(lambda i: lower_half(pool, i), range(len(halves))))
+            # each half's text is printed (holding the GIL) before the next one's, so the
+            # first half's upstream work starts while the second is printed
+            jobs = [pool.submit(lower_half, pool, i, handoff_text(half, in_place=True))
+                    for i, half in enumerate(halves)]
+            texts = [job.result() for job in jobs]
             compiled = [_result_or_none(job) for job in codegen]
     if phases is not None:  # each half's own stages (on threads that shared the cores)
         phases.update({f"  half {i}: {k}": v for i, own in enumerate(half_phases)

@@ -66,29 +66,30 @@ def codegen_jobs(text: str) -> int:
     return configured or max(1, min(num_threads(), len(text) // PART_BYTES))
 
 
-_CODEGEN_LEVELS = {0: b"default<O0>", 1: b"default<O1>", 2: b"default<O2>", 3: b"default<O3>"}
 _OBJECT_FILE = 1  # LLVMObjectFile
 _RELOC_PIC = 2  # LLVMRelocPIC
 
 
 def object_code(part: str, level: int) -> bytes:
     """One LLVM-dialect module's object code, in-process: parsed in its own MLIR context,
-    then :func:`module_object_code` (what ``mlir-translate | opt | llc`` did, without their
-    process start-ups and text files). Every MLIR and LLVM call goes through ctypes, which
-    releases the GIL, so parts compile in parallel threads."""
+    then :func:`module_object_code` with the part's pass pipeline
+    (:func:`rlx_mlir.lowering.llvm_hints.llvm_passes`) -- what ``mlir-translate | opt |
+    llc`` did, without their process start-ups and text files. Every MLIR and LLVM call
+    goes through ctypes, which releases the GIL, so parts compile in parallel threads."""
     from mlir import ir
 
     from rlx_mlir.lowering.capi import parse_module
+    from rlx_mlir.lowering.llvm_hints import llvm_passes
 
     with ir.Context() as context:
         context.enable_multithreading(False)
-        return module_object_code(parse_module(part), level)
+        return module_object_code(parse_module(part), level, llvm_passes(part, level))
 
 
-def module_object_code(module: object, level: int) -> bytes:
+def module_object_code(module: object, level: int, passes: str | None = None) -> bytes:
     """Object code of an LLVM-dialect ``mlir.ir.Module`` (used in its context's thread):
-    translated to LLVM IR, ``default<O<level>>`` passes, machine code at ``level`` for
-    the host CPU.
+    translated to LLVM IR, ``passes`` (default ``default<O<level>>``), machine code at
+    ``level`` for the host CPU.
 
     >>> module_object_code(llvm_dialect_module, 2)[:4]   # doctest: +SKIP
     b'\\x7fELF'
@@ -108,7 +109,8 @@ def module_object_code(module: object, level: int) -> bytes:
         lib.LLVMSetModuleDataLayout(llvm_module, layout)
         lib.LLVMDisposeTargetData(layout)
         options = lib.LLVMCreatePassBuilderOptions()
-        _check(lib.LLVMRunPasses(llvm_module, _CODEGEN_LEVELS[level], machine, options))
+        _check(lib.LLVMRunPasses(llvm_module, (passes or f"default<O{level}>").encode(),
+                                 machine, options))
         return _emit_object(machine, llvm_module)
     finally:
         for dispose, handle in ((lib.LLVMDisposePassBuilderOptions, options),
@@ -163,7 +165,7 @@ def compile_objects(llvm_dialect_text: str, jobs: int, level: int = 2) -> list[b
 
     >>> objects = compile_objects(llvm_dialect_text, jobs=2)   # doctest: +SKIP
     """
-    parts = split_module_text(llvm_dialect_text, jobs) if jobs > 1 else [llvm_dialect_text]
+    parts = split_module_text(llvm_dialect_text, jobs)
     if len(parts) == 1:
         return [object_code(parts[0], level)]
     with concurrent.futures.ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as pool:
@@ -273,10 +275,27 @@ def _balanced(sizes: dict[str, int], parts: int) -> list[list[str]]:
     return [b for b in bins if b]
 
 
+def _codegen_groups(definitions: dict[str, list[str]], parts: int) -> list[list[str]]:
+    """Function names in about ``parts`` groups of about equal size that never mix the
+    functions marked :data:`~rlx_mlir.lowering.llvm_hints.SCALAR_LOOPS` (LLVM's whole
+    pipeline) with the others (its light one): each kind gets groups in proportion to its
+    size, at least one."""
+    from rlx_mlir.lowering.llvm_hints import SCALAR_LOOPS
+
+    sizes = {name: sum(map(len, op)) for name, op in definitions.items()}
+    scalar = {n: size for n, size in sizes.items() if SCALAR_LOOPS in definitions[n][0]}
+    kinds = [k for k in ({n: s for n, s in sizes.items() if n not in scalar}, scalar) if k]
+    total = sum(sizes.values()) or 1
+    return [group for kind in kinds
+            for group in _balanced(kind, max(1, round(parts * sum(kind.values()) / total)))]
+
+
 def split_module_text(text: str, parts: int) -> list[str]:
-    """An LLVM-dialect module's printed text as ``parts`` modules of about equal size that
-    link back into it: each defines its share of the external functions and declares the
-    others; globals and non-external functions are copied into every part.
+    """An LLVM-dialect module's printed text as about ``parts`` modules of about equal size
+    that link back into it: each defines its share of the external functions and declares
+    the others; globals and non-external functions are copied into every part. Functions
+    with scalar loops and vectorized ones are never in one part (:func:`_codegen_groups`:
+    they get different LLVM pipelines), so there may be more parts than asked for.
 
     >>> len(split_module_text(big_llvm_dialect_text, 2))   # doctest: +SKIP
     2
@@ -284,7 +303,9 @@ def split_module_text(text: str, parts: int) -> list[str]:
     cut = _cut_top_level(text)
     if cut is None or len(cut.definitions) < 2:
         return [text]
-    groups = _balanced({n: sum(map(len, op)) for n, op in cut.definitions.items()}, parts)
+    groups = _codegen_groups(cut.definitions, parts)
+    if len(groups) == 1:
+        return [text]
     texts = []
     for group in groups:
         own = set(group)

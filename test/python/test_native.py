@@ -221,3 +221,39 @@ def test_bad_knob_values_are_named_errors(tmp_path, setting):
                           capture_output=True, text=True)
     assert done.returncode == 1
     assert name in done.stderr and "Traceback" not in done.stderr
+
+
+def test_scalar_loop_functions_get_llvms_whole_pipeline(monkeypatch):
+    """Parts whose functions arrive vectorized get the light pass list; a part defining a
+    function with scalar loops (declarations do not count), coroutines, O0/O1 or
+    ``RLX_LLVM_LIGHT=0`` get ``default<O<level>>``."""
+    from rlx_mlir.lowering.llvm_hints import LIGHT_PASSES, llvm_passes
+
+    scalar = SPLIT_TEXT.replace("@middle(%arg0: i64) -> i64 {",
+                                "@middle(%arg0: i64) -> i64 attributes {rlx.scalar_loops} {")
+    declared = scalar.replace("{rlx.scalar_loops} {\n", "{rlx.scalar_loops}\n", 1)
+    assert llvm_passes(SPLIT_TEXT, 2) == LIGHT_PASSES
+    assert llvm_passes(scalar, 2) == "default<O2>" and llvm_passes(scalar, 3) == "default<O3>"
+    assert llvm_passes(declared, 2) == LIGHT_PASSES
+    assert llvm_passes(SPLIT_TEXT + "llvm.intr.coro.begin", 2) == "default<O2>"
+    assert llvm_passes(SPLIT_TEXT, 1) == "default<O1>"
+    monkeypatch.setenv("RLX_LLVM_LIGHT", "0")
+    assert llvm_passes(SPLIT_TEXT, 2) == "default<O2>"
+
+
+def test_parts_never_mix_scalar_and_vectorized_functions():
+    """Even one job compiles a scalar-loop function apart from the others (they get
+    different pipelines); the parts still link back into one program."""
+    from rlx_mlir.lowering.llvm_hints import SCALAR_LOOPS
+
+    text = SPLIT_TEXT.replace("@small(%arg0: i64) -> i64 {",
+                              f"@small(%arg0: i64) -> i64 attributes {{{SCALAR_LOOPS}}} {{")
+    parts = native.split_module_text(text, 1)
+    assert len(parts) == 2
+    kinds = [[n for n in ("big", "small", "middle") if f"@{n}(%arg0: i64) -> i64 " in p
+              and p.split(f"@{n}(%arg0: i64) -> i64 ")[1].split("\n")[0].endswith("{")]
+             for p in parts]
+    assert kinds == [["big", "middle"], ["small"]]
+    big = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
+        native.ObjectJit(native.compile_objects(text, 1)).lookup("big"))
+    assert big(3) == 36
