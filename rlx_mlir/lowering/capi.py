@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -51,6 +52,14 @@ def _lib() -> ctypes.CDLL:
         "mlirDiagnosticPrint": (None, [_void_p, _PRINT, _void_p]),
         "mlirDiagnosticGetLocation": (_void_p, [_void_p]),
         "mlirLocationPrint": (None, [_void_p, _PRINT, _void_p]),
+        "mlirDialectRegistryCreate": (_void_p, []),
+        "mlirRegisterAllDialects": (None, [_void_p]),
+        "mlirContextCreateWithThreading": (_void_p, [ctypes.c_bool]),
+        "mlirContextAppendDialectRegistry": (None, [_void_p, _void_p]),
+        "mlirRegisterAllLLVMTranslations": (None, [_void_p]),
+        "mlirContextDestroy": (None, [_void_p]),
+        "mlirModuleGetOperation": (_void_p, [_void_p]),
+        "mlirModuleDestroy": (None, [_void_p]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -78,7 +87,8 @@ def _operation_pointer(op: Any) -> int:
 
 @contextmanager
 def _diagnostics(context: Any) -> Iterator[list[str]]:
-    """The messages upstream reports in ``context`` meanwhile (collected, not printed)."""
+    """The messages upstream reports in ``context`` (an ``ir.Context`` or a C pointer)
+    meanwhile (collected, not printed)."""
     messages: list[str] = []
     chunks: list[str] = []
 
@@ -97,7 +107,8 @@ def _diagnostics(context: Any) -> Iterator[list[str]]:
         return 1  # handled: nothing reaches stderr
 
     handler = _HANDLER(handle)
-    lib, pointer = _lib(), _context_pointer(context)
+    lib = _lib()
+    pointer = context if isinstance(context, int) else _context_pointer(context)
     handler_id = lib.mlirContextAttachDiagnosticHandler(pointer, handler, None, None)
     try:
         yield messages
@@ -125,6 +136,55 @@ def parse_module(text: str) -> Any:
         raise _failure("parsing the module", messages)
     capsule = ctypes.pythonapi.PyCapsule_New(module, b"mlir.ir.Module._CAPIPtr", None)
     return ir.Module._CAPICreate(capsule)
+
+
+_REGISTRY_LOCK = threading.Lock()
+
+
+@functools.cache
+def _all_dialects() -> int:
+    """A dialect registry holding every upstream dialect (made once, only read after)."""
+    registry = _lib().mlirDialectRegistryCreate()
+    _lib().mlirRegisterAllDialects(registry)
+    return registry
+
+
+@contextmanager
+def bare_context() -> Iterator[int]:
+    """A single-threaded MLIR context as a C pointer, made and destroyed without the GIL:
+    every dialect registered but loaded only when first used, LLVM IR translations
+    registered. (The bindings' ``ir.Context()`` loads every dialect while holding the GIL:
+    4 ms, against 0.1 ms.)
+
+    >>> with bare_context() as context:   # doctest: +SKIP
+    ...     module = parse_in(context, text)
+    """
+    lib = _lib()
+    with _REGISTRY_LOCK:
+        registry = _all_dialects()
+    context = lib.mlirContextCreateWithThreading(False)
+    try:
+        lib.mlirContextAppendDialectRegistry(context, registry)
+        lib.mlirRegisterAllLLVMTranslations(context)
+        yield context
+    finally:
+        lib.mlirContextDestroy(context)
+
+
+@contextmanager
+def parsed_in(context: int, text: str) -> Iterator[int]:
+    """The operation of ``text`` parsed as a module in a :func:`bare_context` (a C
+    pointer, valid in the block); an :class:`RlxError` with upstream's diagnostics if it
+    does not parse."""
+    lib, data = _lib(), text.encode()
+    with _diagnostics(context) as messages:
+        module = lib.mlirModuleCreateParse(context, _StringRef(data, len(data)))
+    if not module:
+        raise _failure("parsing the module", messages)
+    try:
+        yield lib.mlirModuleGetOperation(module)
+    finally:
+        lib.mlirModuleDestroy(module)
 
 
 def run_pass_manager(pm: Any, op: Any) -> None:

@@ -72,33 +72,28 @@ _RELOC_PIC = 2  # LLVMRelocPIC
 
 def object_code(part: str, level: int) -> bytes:
     """One LLVM-dialect module's object code, in-process: parsed in its own MLIR context,
-    then :func:`module_object_code` with the part's pass pipeline
+    then :func:`operation_object_code` with the part's pass pipeline
     (:func:`rlx_mlir.lowering.llvm_hints.llvm_passes`) -- what ``mlir-translate | opt |
     llc`` did, without their process start-ups and text files. Every MLIR and LLVM call
     goes through ctypes, which releases the GIL, so parts compile in parallel threads."""
-    from mlir import ir
-
-    from rlx_mlir.lowering.capi import parse_module
+    from rlx_mlir.lowering.capi import bare_context, parsed_in
     from rlx_mlir.lowering.llvm_hints import llvm_passes
 
-    with ir.Context() as context:
-        context.enable_multithreading(False)
-        return module_object_code(parse_module(part), level, llvm_passes(part, level))
+    with bare_context() as context, parsed_in(context, part) as operation:
+        return operation_object_code(operation, level, llvm_passes(part, level))
 
 
-def module_object_code(module: object, level: int, passes: str | None = None) -> bytes:
-    """Object code of an LLVM-dialect ``mlir.ir.Module`` (used in its context's thread):
-    translated to LLVM IR, ``passes`` (default ``default<O<level>>``), machine code at
-    ``level`` for the host CPU.
+def operation_object_code(operation: int, level: int, passes: str | None = None) -> bytes:
+    """Object code of an LLVM-dialect module (its ``MlirOperation`` pointer, used in its
+    context's thread): translated to LLVM IR, ``passes`` (default ``default<O<level>>``),
+    machine code at ``level`` for the host CPU.
 
-    >>> module_object_code(llvm_dialect_module, 2)[:4]   # doctest: +SKIP
+    >>> operation_object_code(module_operation_pointer, 2)[:4]   # doctest: +SKIP
     b'\\x7fELF'
     """
     lib, capi = _llvm(), _mlir_capi()
-    capi.mlirRegisterAllLLVMTranslations(_capsule(module.context, "Context"))  # type: ignore[attr-defined]
     llvm_context = lib.LLVMContextCreate()
-    llvm_module = capi.mlirTranslateModuleToLLVMIR(
-        _capsule(module.operation, "Operation"), llvm_context)  # type: ignore[attr-defined]
+    llvm_module = capi.mlirTranslateModuleToLLVMIR(operation, llvm_context)  # type: ignore[attr-defined]
     machine = options = None
     try:
         if not llvm_module:
@@ -119,13 +114,6 @@ def module_object_code(module: object, level: int, passes: str | None = None) ->
             if handle:
                 dispose(handle)
         lib.LLVMContextDispose(llvm_context)
-
-
-def _capsule(handle: object, kind: str) -> int:
-    """The C pointer inside an MLIR Python object (``Context`` or ``Operation``)."""
-    from rlx_mlir.lowering.capi import capsule_pointer
-
-    return capsule_pointer(handle, f"mlir.ir.{kind}._CAPIPtr")
 
 
 def _target_machine(level: int) -> int:
