@@ -13,8 +13,10 @@ each stage to stderr.
 
 from __future__ import annotations
 
+import heapq
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -366,12 +368,21 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
         phases["xdsl split in halves"] = time.perf_counter() - started
     codegen: list[Future[bytes]] = []
     half_phases: list[Phases] = [{} for _ in halves]
+    parts: list[tuple[int, int, str]] = []  # a heap: the largest part first
+    lock = threading.Lock()
+
+    def largest_part() -> bytes:
+        with lock:
+            _, _, part = heapq.heappop(parts)
+        return native.object_code(part, opt_level)
 
     def lower_half(pool: ThreadPoolExecutor, i: int, text: str) -> str:
         text = run_upstream(text, stages, phases=half_phases[i], multithreaded=False)
-        if objects is not None:  # queued behind the other half, on the same two threads
+        if objects is not None:  # on the same two threads, the largest waiting part first
             for part in native.split_module_text(text, native.codegen_jobs(text)):
-                codegen.append(pool.submit(native.object_code, part, opt_level))
+                with lock:
+                    heapq.heappush(parts, (-len(part), len(codegen), part))
+                    codegen.append(pool.submit(largest_part))
         return text
 
     name = "hand-off, upstream stages" + ("" if objects is None else ", LLVM code generation")
