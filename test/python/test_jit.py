@@ -539,16 +539,17 @@ def test_print_after_all_dumps_even_when_the_module_is_cached(monkeypatch, tmp_p
         assert "IR after upstream stage 'llvm'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("setting", "other"), [("RLX_CAUSAL_BLOCKS", "2"),
-                                                 ("RLX_SPLIT_MIN_OPS", "50")])
-def test_lowering_settings_are_checked_and_key_the_cache(setting, other, monkeypatch):
-    """Settings that change the generated code change the cache key; 0 is refused."""
+@pytest.mark.parametrize(("setting", "other", "bad"), [("RLX_CAUSAL_BLOCKS", "2", "0"),
+                                                        ("RLX_SPLIT_MIN_OPS", "50", "0"),
+                                                        ("RLX_LLVM_LIGHT", "0", "2")])
+def test_lowering_settings_are_checked_and_key_the_cache(setting, other, bad, monkeypatch):
+    """Settings that change the generated code change the cache key; out of range is refused."""
     from rlx_mlir.runtime import jit
 
     monkeypatch.delenv(setting, raising=False)
     key = jit.content_key("module {}")
     monkeypatch.setenv(setting, other)
     assert jit.content_key("module {}") != key
-    monkeypatch.setenv(setting, "0")
+    monkeypatch.setenv(setting, bad)
     with pytest.raises(rlx.RlxError, match=setting):
         jit.content_key("module {}")
