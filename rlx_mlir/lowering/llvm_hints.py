@@ -52,6 +52,23 @@ LIGHT_PASSES = ("function(sroa,early-cse<memssa>,loop-mssa(licm,loop-rotate,licm
 rotation the LLaMA step ran 5% slower; InstCombine and GVN bought nothing measurable)."""
 
 
+GLUE_PART = "// rlx-codegen: glue"
+"""First line of a code-generation part holding only glue (``native._is_glue``): no
+passes, machine code at O0."""
+
+
+def codegen_plan(part: str, level: int) -> tuple[str, int]:
+    """(LLVM pass pipeline, machine-code optimisation level) of one code-generation part
+    at ``level``: glue at O0, else :func:`llvm_passes` at ``level``.
+
+    >>> codegen_plan(GLUE_PART + "\\nmodule {...}", 2)
+    ('default<O0>', 0)
+    """
+    if part.startswith(GLUE_PART) and light_passes_enabled():
+        return "default<O0>", 0
+    return llvm_passes(part, level), level
+
+
 def light_passes_enabled() -> bool:
     """``RLX_LLVM_LIGHT`` (default 1): :data:`LIGHT_PASSES` for vectorized functions."""
     from rlx_mlir.diagnostics import int_setting

@@ -77,10 +77,11 @@ def object_code(part: str, level: int) -> bytes:
     llc`` did, without their process start-ups and text files. Every MLIR and LLVM call
     goes through ctypes, which releases the GIL, so parts compile in parallel threads."""
     from rlx_mlir.lowering.capi import bare_context, parsed_in
-    from rlx_mlir.lowering.llvm_hints import llvm_passes
+    from rlx_mlir.lowering.llvm_hints import codegen_plan
 
+    passes, level = codegen_plan(part, level)
     with bare_context() as context, parsed_in(context, part) as operation:
-        return operation_object_code(operation, level, llvm_passes(part, level))
+        return operation_object_code(operation, level, passes)
 
 
 def operation_object_code(operation: int, level: int, passes: str | None = None) -> bytes:
@@ -263,27 +264,45 @@ def _balanced(sizes: dict[str, int], parts: int) -> list[list[str]]:
     return [b for b in bins if b]
 
 
-def _codegen_groups(definitions: dict[str, list[str]], parts: int) -> list[list[str]]:
-    """Function names in about ``parts`` groups of about equal size that never mix the
-    functions marked :data:`~rlx_mlir.lowering.llvm_hints.SCALAR_LOOPS` (LLVM's whole
-    pipeline) with the others (its light one): each kind gets groups in proportion to its
-    size, at least one."""
-    from rlx_mlir.lowering.llvm_hints import SCALAR_LOOPS
+def _is_glue(op: list[str]) -> bool:
+    """Whether a printed function definition is glue: one block, no nested region and no
+    vector value (the calls, allocations and views left of a function whose kernels were
+    outlined, or a C-interface wrapper). It runs once per call, so its machine code is made
+    at O0 (:data:`~rlx_mlir.lowering.llvm_hints.GLUE_PART`): 0.04 s of LLVM less on the
+    transformer-block gradient."""
+    return not any(line.startswith(_TOP + "^") or line.endswith("{") or "vector<" in line
+                   for line in op[1:-1])
+
+
+def _codegen_groups(definitions: dict[str, list[str]], parts: int) -> list[tuple[list[str], str]]:
+    """Function names in about ``parts`` groups of about equal size, each with the kind of
+    code generation it gets (:func:`rlx_mlir.lowering.llvm_hints.codegen_plan`): glue
+    (:func:`_is_glue`, one group), functions marked
+    :data:`~rlx_mlir.lowering.llvm_hints.SCALAR_LOOPS` (LLVM's whole pipeline) and the
+    others (its light one) are never in one group; the last two kinds get groups in
+    proportion to their size, at least one."""
+    from rlx_mlir.lowering.llvm_hints import GLUE_PART, SCALAR_LOOPS
 
     sizes = {name: sum(map(len, op)) for name, op in definitions.items()}
-    scalar = {n: size for n, size in sizes.items() if SCALAR_LOOPS in definitions[n][0]}
-    kinds = [k for k in ({n: s for n, s in sizes.items() if n not in scalar}, scalar) if k]
-    total = sum(sizes.values()) or 1
-    return [group for kind in kinds
-            for group in _balanced(kind, max(1, round(parts * sum(kind.values()) / total)))]
+    glue = [n for n, op in definitions.items() if _is_glue(op)]
+    if len(glue) == len(sizes):
+        glue = []  # nothing but straight-line functions: compiled as the code they are
+    scalar = {n: s for n, s in sizes.items() if SCALAR_LOOPS in definitions[n][0] and n not in glue}
+    vector = {n: s for n, s in sizes.items() if n not in scalar and n not in glue}
+    total = sum(vector.values()) + sum(scalar.values()) or 1
+    groups = [(group, "") for kind in (vector, scalar) if kind
+              for group in _balanced(kind, max(1, round(parts * sum(kind.values()) / total)))]
+    return groups + ([(glue, GLUE_PART)] if glue else [])
 
 
 def split_module_text(text: str, parts: int) -> list[str]:
     """An LLVM-dialect module's printed text as about ``parts`` modules of about equal size
     that link back into it: each defines its share of the external functions and declares
-    the others; globals and non-external functions are copied into every part. Functions
-    with scalar loops and vectorized ones are never in one part (:func:`_codegen_groups`:
-    they get different LLVM pipelines), so there may be more parts than asked for.
+    the others; globals and non-external functions are copied into every part. Glue,
+    functions with scalar loops and vectorized ones are never in one part
+    (:func:`_codegen_groups`: they get different LLVM pipelines; a glue part starts with
+    :data:`~rlx_mlir.lowering.llvm_hints.GLUE_PART`), so there may be more parts than
+    asked for.
 
     >>> len(split_module_text(big_llvm_dialect_text, 2))   # doctest: +SKIP
     2
@@ -295,11 +314,12 @@ def split_module_text(text: str, parts: int) -> list[str]:
     if len(groups) == 1:
         return [text]
     texts = []
-    for group in groups:
+    for group, mark in groups:
         own = set(group)
         body = [line for name, op in cut.definitions.items()
                 for line in (op if name in own else [op[0][:-2]])]
-        texts.append("\n".join([*cut.preamble, *cut.shared, *body, "}", ""]))
+        texts.append("\n".join([*([mark] if mark else []), *cut.preamble, *cut.shared, *body,
+                                "}", ""]))
     return texts
 
 

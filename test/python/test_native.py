@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import rlx_mlir as rlx
+from rlx_mlir.lowering.llvm_hints import GLUE_PART
 from rlx_mlir.runtime import jit, native
 
 # a matmul big enough for the packed, 2-thread schedule (async runtime calls, several
@@ -46,7 +47,10 @@ def test_parallel_codegen_runs_the_same_as_one_thread(fresh, monkeypatch, rng):
     monkeypatch.setenv("RLX_CODEGEN_JOBS", "2")
     f = jit.compile(TEXT, entry="step")
     assert f.engine.native_code == "llvm"
-    assert len(f.engine.objects) == 2 and f.engine.timings["codegen_jobs"] == 2
+    # two parts of kernels, and the glue (entry functions, C wrappers) compiled at O0
+    parts = native.split_module_text(f.engine.llvm_text, 2)
+    assert [p.startswith(GLUE_PART) for p in parts] == [False, False, True]
+    assert len(f.engine.objects) == 3 and f.engine.timings["codegen_jobs"] == 3
     check_step(f, rng)
     x = np.linspace(-3, 3, 1000, dtype=np.float32)
     np.testing.assert_allclose(jit.compile(TEXT, entry="scale")(x)[0], np.tanh(x),
@@ -56,7 +60,7 @@ def test_parallel_codegen_runs_the_same_as_one_thread(fresh, monkeypatch, rng):
     monkeypatch.setenv("RLX_CACHE_DIR", "off")
     jit.clear_memory_cache()
     one = jit.compile(TEXT, entry="step")
-    assert one.engine.native_code == "llvm" and len(one.engine.objects) == 1
+    assert one.engine.native_code == "llvm" and len(one.engine.objects) == 2  # kernels, glue
     x, w = inputs(rng)
     np.testing.assert_array_equal(one(x, w)[0], f(x, w)[0])
 
@@ -148,7 +152,7 @@ def test_the_disk_cache_loads_object_code_in_a_fresh_process(tmp_path):
             for _ in range(2)]
     assert [r["how"] for r in runs] == ["llvm", "cached-objects"]
     assert runs[0]["sum"] == runs[1]["sum"]
-    assert len(list(tmp_path.glob("*.o"))) == 2
+    assert len(list(tmp_path.glob("*.o"))) == 3  # two parts of kernels and the glue
 
 
 def test_execution_engine_objects_are_cached_too(fresh, monkeypatch, rng):
@@ -257,3 +261,47 @@ def test_parts_never_mix_scalar_and_vectorized_functions():
     big = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
         native.ObjectJit(native.compile_objects(text, 1)).lookup("big"))
     assert big(3) == 36
+
+
+GLUE_TEXT = """module {
+  llvm.func @entry(%arg0: i64) -> i64 {
+    %0 = llvm.call @triangle(%arg0) : (i64) -> i64
+    %1 = llvm.call @triangle(%0) : (i64) -> i64
+    llvm.return %1 : i64
+  }
+  llvm.func @triangle(%arg0: i64) -> i64 {
+    %0 = llvm.mlir.constant(0 : i64) : i64
+    %1 = llvm.mlir.constant(1 : i64) : i64
+    llvm.br ^bb1(%0, %0 : i64, i64)
+  ^bb1(%2: i64, %3: i64):
+    %4 = llvm.icmp "sle" %2, %arg0 : i64
+    llvm.cond_br %4, ^bb2, ^bb3
+  ^bb2:
+    %5 = llvm.add %3, %2 : i64
+    %6 = llvm.add %2, %1 : i64
+    llvm.br ^bb1(%6, %5 : i64, i64)
+  ^bb3:
+    llvm.return %3 : i64
+  }
+}
+"""
+
+
+def test_glue_functions_get_machine_code_at_o0():
+    """A straight-line function (one block, no vector) is glue: its own part, no passes,
+    machine code at O0; the function with a loop keeps the usual plan; both link."""
+    from rlx_mlir.lowering.llvm_hints import LIGHT_PASSES, codegen_plan
+
+    parts = native.split_module_text(GLUE_TEXT, 1)
+    assert [p.startswith(GLUE_PART) for p in parts] == [False, True]
+    assert "llvm.func @triangle(%arg0: i64) -> i64 {" in parts[0]
+    assert "llvm.func @entry(%arg0: i64) -> i64 {" in parts[1]
+    assert codegen_plan(parts[1], 2) == ("default<O0>", 0)
+    assert codegen_plan(parts[0], 2) == (LIGHT_PASSES, 2)
+    entry = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
+        native.ObjectJit(native.compile_objects(GLUE_TEXT, 1)).lookup("entry"))
+    assert entry(3) == 21  # triangle(triangle(3)) = triangle(6)
+    only_glue = GLUE_TEXT.split("  llvm.func @triangle")[0] + (
+        "  llvm.func @triangle(%arg0: i64) -> i64 {\n"
+        "    llvm.return %arg0 : i64\n  }\n}\n")
+    assert native.split_module_text(only_glue, 1) == [only_glue]  # all glue: compiled whole
