@@ -268,7 +268,7 @@ def run_upstream(text: str, stages: str | Sequence[Stage] | None = None,
                 after_stage(stage, str(module))
         with phase(phases, "verify + print LLVM dialect"):
             _verify(module)
-            text = str(module)
+            text = module.operation.get_asm(assume_verified=True)  # verified just above
         if on_result is not None:
             on_result(module)
         return text
