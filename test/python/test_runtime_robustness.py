@@ -235,7 +235,10 @@ def test_a_module_is_cut_into_at_most_one_part_per_function(fresh, monkeypatch):
     f = jit.compile(TEXT)
     definitions = native._cut_top_level(f.engine.llvm_text).definitions
     assert f.engine.native_code == "llvm"
-    assert len(f.engine.objects) == len(definitions) == f.engine.timings["codegen_jobs"]
+    groups = native._codegen_groups(definitions, native.MAX_JOBS)
+    assert all(len(names) == 1 for names, glue in groups if not glue)  # glue shares one part
+    assert len(f.engine.objects) == len(groups) == f.engine.timings["codegen_jobs"]
+    assert len(groups) <= len(definitions)
     np.testing.assert_array_equal(f(X, X)[0], 2 * X)
     x = np.linspace(-2, 2, 64, dtype=np.float32)
     np.testing.assert_allclose(jit.compile(TEXT, entry="g")(x)[0], np.tanh(x), atol=1e-6)
