@@ -21,6 +21,7 @@ def prepare(workload: str, case: Any, inputs: dict[str, np.ndarray]) -> Callable
         a, b = jnp.asarray(inputs["a"]), jnp.asarray(inputs["b"])
         fn = jax.jit(jnp.matmul)
         return lambda: [fn(a, b).block_until_ready()]
+    warm_up()
     loss_fn = {"mlp": mlp_loss, "transformer": transformer_loss, "llama": llama_loss}[workload]
     names = list(param_shapes(workload, case))
     data = {k: jnp.asarray(v) for k, v in inputs.items() if k not in names}
@@ -32,6 +33,15 @@ def prepare(workload: str, case: Any, inputs: dict[str, np.ndarray]) -> Callable
         return [loss, *(grads[k] for k in names)]
 
     return run
+
+
+def warm_up() -> None:
+    """Compile and run a tiny ``value_and_grad``: XLA's one-time start-up in this process
+    falls here, not in the model's first call (whose extra time is its compile time;
+    the rlx compile cell warms up the same way)."""
+    x = jnp.ones((4, 8), jnp.float32)
+    jax.block_until_ready(jax.jit(jax.value_and_grad(lambda w: jnp.sum(jnp.tanh(x @ w))))(
+        jnp.ones((8, 2), jnp.float32)))
 
 
 def to_numpy(outputs: list) -> list[np.ndarray]:

@@ -188,7 +188,10 @@ def _workload_section(data: dict[str, Any], workload: str) -> str:
 def _compile_section(data: dict[str, Any]) -> str:
     return "\n\n".join([
         "## (e) Compile time of (b)–(d)",
-        "rlx **cold**: fresh process, `RLX_CACHE_DIR` an empty temp dir: `grad_with_loss` + "
+        "rlx **cold**: `RLX_CACHE_DIR` an empty temp dir, in a process that first compiled "
+        "and ran a tiny MLP gradient (the process's one-time costs: imports, MLIR and LLVM "
+        f"start-up, the threading runtime; {_warm_up_text(data['cells'])}), then the three "
+        "models one after the other: `grad_with_loss` + "
         "`rlx_mlir.compile` + the first call minus a steady call, as for the peers (IR → "
         "native; the breakdown is autodiff / rlx + upstream lowering / LLVM codegen, the "
         "module cut into size-balanced parts compiled by parallel threads, one per 20 KB of "
@@ -205,11 +208,22 @@ def _compile_section(data: dict[str, Any]) -> str:
         "JAX and torch.compile: "
         "first call minus a steady call, from the model cells of the highest thread count "
         "(the cores rlx's cold compile uses; every cell starts with empty compile caches, "
-        "so each is a cold compile; the C++ toolchain warm-up of torch.compile may be "
-        "shared with earlier cells).",
+        "so each is a cold compile; JAX first jits and runs a tiny `value_and_grad`, as rlx "
+        "warms up, so XLA's start-up is not in the model's compile; the C++ toolchain "
+        "warm-up of torch.compile may be shared with earlier cells).",
         f"Reproduce: `{RUN} --only compile --peers rlx` (rlx columns) and "
         f"`{RUN} --only mlp,transformer,llama --peers jax,torch_compile` (the others).",
         compile_table(data["cells"]), _fingerprint_note(data["cells"])])
+
+
+def _warm_up_text(cells: list[dict]) -> str:
+    """The rlx warm-up compile's seconds in the cold compile cell(s)."""
+    seconds = sorted({case["process_warm_up_s"] for c in cells
+                      if c["spec"]["workload"] == "compile" and c["spec"].get("phase") == "cold"
+                      for case in c.get("cases", []) if "process_warm_up_s" in case})
+    if not seconds:
+        return "not recorded in this run"
+    return "it took " + " / ".join(f"{s:.2f}" for s in seconds) + " s"
 
 
 def _fingerprint_note(cells: list[dict]) -> str:
