@@ -33,47 +33,35 @@ def _is_kernel(op: Any) -> bool:
     return name.startswith(KERNEL_DIALECTS) and len(op.regions) > 0
 
 
-def _captured(op: Any) -> list[Any]:
-    """Values ``op`` (or an op nested in it) uses but does not define, in first-use order."""
+def _captured(op: Any) -> tuple[list[Any], list[tuple[Any, int, Any]]]:
+    """Values ``op`` (or an op nested in it) uses but does not define, in first-use order,
+    and each such use as (user, operand index, value)."""
     from mlir import ir
 
     defined: set[Any] = set()
     captured: dict[Any, None] = {}
+    uses: list[tuple[Any, int, Any]] = []
 
     def visit(nested: Any) -> Any:
         for region in nested.regions:
             for block in region.blocks:
                 defined.update(block.arguments)
-        for value in nested.operands:
+        for index, value in enumerate(nested.operands):
             if value not in defined:
                 captured.setdefault(value, None)
+                uses.append((nested, index, value))
         defined.update(nested.results)
         return ir.WalkResult.ADVANCE
 
     op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return list(captured)
-
-
-def _rewire(op: Any, mapping: dict[Any, Any]) -> None:
-    """Point the operands of ``op`` and its nested ops at their kernel-local values."""
-    from mlir import ir
-
-    def visit(nested: Any) -> Any:
-        operands = nested.operands
-        for index, value in enumerate(operands):
-            local = mapping.get(value)
-            if local is not None:
-                operands[index] = local
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return list(captured), uses
 
 
 def _outline(op: Any, name: str, module: Any) -> None:
     from mlir import ir
     from mlir.dialects import func
 
-    captured = _captured(op)
+    captured, uses = _captured(op)
     passed = [v for v in captured if not _is_constant(v)]
     with ir.InsertionPoint(op):
         call = func.CallOp([r.type for r in op.results], name, passed)
@@ -91,7 +79,8 @@ def _outline(op: Any, name: str, module: Any) -> None:
     block.append(op)
     with ir.InsertionPoint(block):
         func.ReturnOp(list(op.results))
-    _rewire(op, mapping)
+    for user, index, value in uses:  # point the kernel's ops at its arguments and clones
+        user.operands[index] = mapping[value]
 
 
 def _is_constant(value: Any) -> bool:

@@ -1091,6 +1091,25 @@ def ops_named(module, name: str) -> list:
     return [o for o in walk_ops(module) if o.name == name]
 
 
+def defined_functions(module) -> list:
+    """The ``func.func`` ops of ``module`` (upstream bindings) with a body, in order
+    (functions only live at the top level: no walk of their bodies)."""
+    return [op.operation for op in module.body.operations
+            if op.operation.name == "func.func" and op.regions[0].blocks]
+
+
+def function_returns(module) -> list:
+    """Every ``func.return`` in ``module``: the last op of a function's top-level block
+    (a return is never nested deeper, so no walk of the bodies)."""
+    found = []
+    for function in defined_functions(module):
+        for block in function.regions[0].blocks:
+            last = block.operations[-1] if len(block.operations) else None
+            if last is not None and last.operation.name == "func.return":
+                found.append(last.operation)
+    return found
+
+
 def apply_bufferize(module) -> None:
     """One-shot bufferization (copies as ``linalg.copy``), then vectorize those copies."""
     from mlir import ir
@@ -1186,7 +1205,7 @@ def copy_repeated_results(module) -> int:
     from mlir.dialects import memref
 
     copied = 0
-    for ret in ops_named(module, "func.return"):
+    for ret in function_returns(module):
         seen: list = []
         for i, value in enumerate(list(ret.operands)):
             if not isinstance(value.type, ir.MemRefType) or value not in seen:
@@ -1214,7 +1233,7 @@ def return_reshaped_buffers(module) -> int:
     from mlir import ir
 
     changed = 0
-    for ret in ops_named(module, "func.return"):
+    for ret in function_returns(module):
         for i, value in enumerate(list(ret.operands)):
             view = _reshape_of_fresh_buffer(value)
             if view is None:
@@ -1322,7 +1341,7 @@ def heap_past_stack_budget(module) -> int:
     from mlir import ir
 
     moved = 0
-    for function in ops_named(module, "func.func"):
+    for function in defined_functions(module):
         allocas = []
 
         def visit(op, found=allocas):
