@@ -42,14 +42,21 @@ _MOVED = "llvm.loop_annotation"  # discardable copy left by convert-scf-to-cf
 _PROPERTY = "loop_annotation"  # what the LLVM IR translation reads
 
 
+LIGHT_MODULE = "rlx.light_llvm"
+"""Unit attribute of a module whose functions went through the fast pipeline's schedules
+(set by :func:`annotate_loops`): only there may vectorized functions get
+:data:`LIGHT_PASSES` (the naive pipeline's loops are all scalar)."""
+
 SCALAR_LOOPS = "rlx.scalar_loops"
 """Unit attribute of a function holding a loop left to LLVM (it reaches the LLVM dialect
 header, where code generation reads it: :func:`llvm_passes`)."""
 
-LIGHT_PASSES = ("function(sroa,early-cse<memssa>,loop-mssa(licm,loop-rotate,licm),"
-                "loop(loop-idiom,indvars,loop-deletion),simplifycfg)")
+LIGHT_PASSES = ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,"
+                "loop-mssa(licm,loop-rotate,licm),loop(loop-idiom,indvars,loop-deletion),"
+                "simplifycfg)")
 """LLVM passes of functions whose loops the schedules vectorized (without LICM and loop
-rotation the LLaMA step ran 5% slower; InstCombine and GVN bought nothing measurable)."""
+rotation the LLaMA step ran 5% slower; without InstCombine a vector ``pow(x, 2.0)`` -- any
+``x ** c`` -- stayed one libm call per element, 30-136x slower than ``x * x``)."""
 
 
 GLUE_PART = "// rlx-codegen: glue"
@@ -82,13 +89,19 @@ def llvm_passes(part: str, level: int) -> str:
     holds scalar loops or coroutines (the async runtime's, which only the default
     pipelines lower), else ``default<O<level>>``.
 
-    >>> llvm_passes("llvm.func @f() attributes {rlx.scalar_loops} {...}", 2)
+    >>> llvm_passes("module {\\n  llvm.func @f() attributes {rlx.scalar_loops} {...}", 2)
     'default<O2>'
     """
-    if level < 2 or _defines_scalar_loops(part) or "llvm.intr.coro" in part \
-            or llvm_unrolls() or not light_passes_enabled():
+    if level < 2 or not _light_module(part) or _defines_scalar_loops(part) \
+            or "llvm.intr.coro" in part or llvm_unrolls() or not light_passes_enabled():
         return f"default<O{level}>"
     return LIGHT_PASSES
+
+
+def _light_module(part: str) -> bool:
+    """Whether the module line of ``part`` carries :data:`LIGHT_MODULE`."""
+    return any(line.startswith("module") and LIGHT_MODULE in line
+               for line in part.split("\n", 3)[:3])
 
 
 def _defines_scalar_loops(part: str) -> bool:
@@ -116,11 +129,12 @@ def annotate_loops(module: Any) -> int:
     """Mark every ``scf.for`` around vector code not to be unrolled by LLVM; returns how
     many. Scalar loop nests (ops without a schedule, e.g. convolution windows) keep
     LLVM's unrolling: it is worth 7% on a small CNN's gradient; their functions get
-    :data:`SCALAR_LOOPS`."""
+    :data:`SCALAR_LOOPS`, and the module :data:`LIGHT_MODULE`."""
     from mlir import ir
 
     if llvm_unrolls():
         return 0
+    module.operation.attributes[LIGHT_MODULE] = ir.UnitAttr.get()
     note = ir.Attribute.parse(NO_UNROLL)
     count = 0
     ops = walk_ops(module)

@@ -167,12 +167,16 @@ def pipeline_spec(stages: str | Sequence[Stage] | None = None) -> str:
 
 def split_compiles() -> bool:
     """Whether a big function is cut in two halves lowered on two threads
-    (:mod:`rlx_mlir.lowering.split`): with two or more threads (``RLX_NUM_THREADS``)
-    unless ``RLX_SPLIT_COMPILE`` is ``0``, ``false``, ``off`` or ``no``."""
+    (:mod:`rlx_mlir.lowering.split`): with two or more threads (``RLX_NUM_THREADS``) on
+    OpenMP, unless ``RLX_SPLIT_COMPILE`` is ``0``, ``false``, ``off`` or ``no``. (On the
+    async runtime each half would define its own ``parallel_compute_fn`` and
+    ``async_execute_fn`` under the same names.)"""
     from rlx_mlir.lowering.schedules import num_threads
+    from rlx_mlir.runtime.threads import threading_runtime
 
     setting = os.environ.get("RLX_SPLIT_COMPILE", "1").strip().lower()
-    return num_threads() > 1 and setting not in ("0", "false", "off", "no")
+    return num_threads() > 1 and setting not in ("0", "false", "off", "no") \
+        and threading_runtime() == "openmp"
 
 
 # ---------------------------------------------------------------- hand-off text
@@ -345,7 +349,7 @@ def _result_or_none(job: Any) -> bytes | None:
     then compiles the merged text, or falls back to MLIR's ExecutionEngine)."""
     try:
         return job.result()
-    except (RlxError, OSError):
+    except Exception:  # noqa: BLE001 - any failure: the text is compiled again, or the fallback
         return None
 
 

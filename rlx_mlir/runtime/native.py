@@ -264,14 +264,36 @@ def _balanced(sizes: dict[str, int], parts: int) -> list[list[str]]:
     return [b for b in bins if b]
 
 
+_GLUE_OPS = frozenset({
+    "llvm.call", "llvm.return", "llvm.mlir.constant", "llvm.mlir.zero", "llvm.mlir.poison",
+    "llvm.mlir.undef", "llvm.mlir.addressof", "llvm.getelementptr", "llvm.ptrtoint",
+    "llvm.inttoptr", "llvm.load", "llvm.store", "llvm.alloca", "llvm.extractvalue",
+    "llvm.insertvalue", "llvm.add", "llvm.sub", "llvm.mul", "llvm.urem",
+    "llvm.intr.memcpy", "llvm.intr.memset", "llvm.intr.memmove"})
+"""What glue is made of: calls, constants, pointer and descriptor plumbing, the integer
+arithmetic of sizes and alignments, memory copies."""
+
+
+def _op_name(line: str) -> str:
+    """The op a printed LLVM-dialect line holds (``%3 = llvm.load %2 : ...`` -> ``llvm.load``)."""
+    text = line.strip()
+    if text.startswith("%") and " = " in text:
+        text = text.split(" = ", 1)[1]
+    return text.split("(", 1)[0].split(" ", 1)[0]
+
+
 def _is_glue(op: list[str]) -> bool:
-    """Whether a printed function definition is glue: one block, no nested region and no
-    vector value (the calls, allocations and views left of a function whose kernels were
-    outlined, or a C-interface wrapper). It runs once per call, so its machine code is made
-    at O0 (:data:`~rlx_mlir.lowering.llvm_hints.GLUE_PART`): 0.04 s of LLVM less on the
-    transformer-block gradient."""
-    return not any(line.startswith(_TOP + "^") or line.endswith("{") or "vector<" in line
-                   for line in op[1:-1])
+    """Whether a printed function definition is glue: one block of calls and plumbing
+    (:data:`_GLUE_OPS`), at least one call -- the entry function whose kernels were
+    outlined, the halves' functions, a C-interface wrapper. Its machine code is made at O0
+    (:data:`~rlx_mlir.lowering.llvm_hints.GLUE_PART`): 0.04 s of LLVM less on the
+    transformer-block gradient. A function doing arithmetic of its own is not glue: a
+    helper called in a loop would run O0 code every iteration."""
+    body = op[1:-1]
+    if any(line.startswith(_TOP + "^") or line.endswith("{") for line in body):
+        return False
+    names = {_op_name(line) for line in body if line.strip()}
+    return "llvm.call" in names and names <= _GLUE_OPS
 
 
 def _codegen_groups(definitions: dict[str, list[str]], parts: int) -> list[tuple[list[str], str]]:

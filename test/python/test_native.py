@@ -82,12 +82,14 @@ SPLIT_TEXT = """module {
   llvm.func @big(%arg0: i64) -> i64 {
     %0 = llvm.add %arg0, %arg0 : i64
     %1 = llvm.mul %0, %0 : i64
-    %2 = llvm.call @small(%1) : (i64) -> i64
-    llvm.return %2 : i64
+    %2 = llvm.or %1, %1 : i64
+    %3 = llvm.call @small(%2) : (i64) -> i64
+    llvm.return %3 : i64
   }
   llvm.func @small(%arg0: i64) -> i64 {
-    %0 = llvm.call @helper(%arg0) : (i64) -> i64
-    llvm.return %0 : i64
+    %0 = llvm.or %arg0, %arg0 : i64
+    %1 = llvm.call @helper(%0) : (i64) -> i64
+    llvm.return %1 : i64
   }
   llvm.func @middle(%arg0: i64) -> i64 {
     %0 = llvm.add %arg0, %arg0 : i64
@@ -228,21 +230,35 @@ def test_bad_knob_values_are_named_errors(tmp_path, setting):
 
 
 def test_scalar_loop_functions_get_llvms_whole_pipeline(monkeypatch):
-    """Parts whose functions arrive vectorized get the light pass list; a part defining a
-    function with scalar loops (declarations do not count), coroutines, O0/O1 or
-    ``RLX_LLVM_LIGHT=0`` get ``default<O<level>>``."""
+    """Parts of a fast-pipeline module (``rlx.light_llvm``) whose functions arrive
+    vectorized get the light pass list; a part defining a function with scalar loops
+    (declarations do not count), coroutines, O0/O1, ``RLX_LLVM_LIGHT=0`` or a module the
+    schedules did not produce (the naive pipeline) get ``default<O<level>>``."""
     from rlx_mlir.lowering.llvm_hints import LIGHT_PASSES, llvm_passes
 
-    scalar = SPLIT_TEXT.replace("@middle(%arg0: i64) -> i64 {",
-                                "@middle(%arg0: i64) -> i64 attributes {rlx.scalar_loops} {")
+    light = SPLIT_TEXT.replace("module {", "module attributes {rlx.light_llvm} {", 1)
+    scalar = light.replace("@middle(%arg0: i64) -> i64 {",
+                           "@middle(%arg0: i64) -> i64 attributes {rlx.scalar_loops} {")
     declared = scalar.replace("{rlx.scalar_loops} {\n", "{rlx.scalar_loops}\n", 1)
-    assert llvm_passes(SPLIT_TEXT, 2) == LIGHT_PASSES
+    assert llvm_passes(light, 2) == LIGHT_PASSES and "instcombine" in LIGHT_PASSES
+    assert llvm_passes(SPLIT_TEXT, 2) == "default<O2>"  # not from the fast pipeline
     assert llvm_passes(scalar, 2) == "default<O2>" and llvm_passes(scalar, 3) == "default<O3>"
     assert llvm_passes(declared, 2) == LIGHT_PASSES
-    assert llvm_passes(SPLIT_TEXT + "llvm.intr.coro.begin", 2) == "default<O2>"
-    assert llvm_passes(SPLIT_TEXT, 1) == "default<O1>"
+    assert llvm_passes(light + "llvm.intr.coro.begin", 2) == "default<O2>"
+    assert llvm_passes(light, 1) == "default<O1>"
     monkeypatch.setenv("RLX_LLVM_LIGHT", "0")
-    assert llvm_passes(SPLIT_TEXT, 2) == "default<O2>"
+    assert llvm_passes(light, 2) == "default<O2>"
+
+
+def test_constant_powers_are_not_libm_calls_per_element(fresh):
+    """``x ** 2`` reaches LLVM as a vector ``llvm.intr.pow``: the light pass list keeps
+    InstCombine, which makes it ``x * x`` (without it every element called ``powf``)."""
+    x = np.linspace(-2, 2, 4096, dtype=np.float32).reshape(64, 64)
+    traced = rlx.jit(lambda x: (x ** 2).sum()).lower(x)
+    f = jit.compile(traced.module, entry=traced.name)
+    assert "llvm.intr.pow" in f.engine.llvm_text
+    assert not any(b"powf" in code for code in f.engine.objects)
+    np.testing.assert_allclose(f(x)[0], (x.astype(np.float64) ** 2).sum(), rtol=1e-5)
 
 
 def test_parts_never_mix_scalar_and_vectorized_functions():
@@ -288,11 +304,13 @@ GLUE_TEXT = """module {
 
 
 def test_glue_functions_get_machine_code_at_o0():
-    """A straight-line function (one block, no vector) is glue: its own part, no passes,
-    machine code at O0; the function with a loop keeps the usual plan; both link."""
+    """A function of one block of calls and plumbing is glue: its own part, no passes,
+    machine code at O0; the function with a loop keeps the usual plan; both link. A
+    straight-line function doing arithmetic of its own is not glue (called in a loop, O0
+    code would run every iteration)."""
     from rlx_mlir.lowering.llvm_hints import LIGHT_PASSES, codegen_plan
 
-    parts = native.split_module_text(GLUE_TEXT, 1)
+    parts = native.split_module_text(GLUE_TEXT.replace("module {", "module attributes {rlx.light_llvm} {"), 1)
     assert [p.startswith(GLUE_PART) for p in parts] == [False, True]
     assert "llvm.func @triangle(%arg0: i64) -> i64 {" in parts[0]
     assert "llvm.func @entry(%arg0: i64) -> i64 {" in parts[1]
@@ -303,5 +321,10 @@ def test_glue_functions_get_machine_code_at_o0():
     assert entry(3) == 21  # triangle(triangle(3)) = triangle(6)
     only_glue = GLUE_TEXT.split("  llvm.func @triangle")[0] + (
         "  llvm.func @triangle(%arg0: i64) -> i64 {\n"
-        "    llvm.return %arg0 : i64\n  }\n}\n")
+        "    %0 = llvm.call @entry(%arg0) : (i64) -> i64\n"
+        "    llvm.return %0 : i64\n  }\n}\n")
     assert native.split_module_text(only_glue, 1) == [only_glue]  # all glue: compiled whole
+    cut = native._cut_top_level(SPLIT_TEXT)
+    assert native._is_glue(cut.definitions["small"]) is False  # an llvm.or of its own
+    arithmetic = GLUE_TEXT.replace("%1 = llvm.call @triangle(%0)", "%1 = llvm.fadd %0, %0")
+    assert not native._is_glue(native._cut_top_level(arithmetic).definitions["entry"])
