@@ -73,12 +73,24 @@ def run_block(module: ModuleOp | None, block: Block, arrays: Sequence[np.ndarray
 def run_op(module: ModuleOp | None, op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
     """Evaluate one op with its registered interpreter rule."""
     if isinstance(op, func.CallOp):
+        module = module if module is not None else _enclosing_module(op)
         callee = find_func(module, op.callee.root_reference.data)
         return run_func(module, callee, args)
     rule = INTERPRET.lookup(op)
     out = rule(op, *args)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     return [_conform(op, i, r) for i, r in enumerate(outs)]
+
+
+def _enclosing_module(op: Operation) -> ModuleOp:
+    """The module around ``op`` (a call in a region body that a rule evaluates, e.g. a
+    ``rlx.scan`` body, is run without the module at hand)."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ModuleOp):
+        parent = parent.parent_op()
+    if parent is None:
+        raise RlxError(f"'func.call' of @{op.callee.root_reference.data} outside a module", op=op)
+    return parent
 
 
 def _conform(op: Operation, index: int, value: Any) -> np.ndarray:

@@ -258,3 +258,31 @@ def test_scan_gradient_with_integer_step_or_broadcast_inputs(as_bcast):
         np.array([1, 2, 3], np.float32), t, np.float32(1.0))
     want = t ** 3 if as_bcast else np.full(3, np.prod(t))  # d/dh of c * t + 1, 3 times
     np.testing.assert_allclose(dh, want)
+
+
+CALL_IN_SCAN = """
+func.func private @helper(%s: tensor<f32>) -> tensor<f32> {
+  %t = rlx.tanh %s : (tensor<f32>) -> tensor<f32>
+  func.return %t : tensor<f32>
+}
+func.func @main(%x: tensor<f32>) -> tensor<f32> {
+  %0 = rlx.scan %x {length = 3 : i64} : (tensor<f32>) -> tensor<f32> ({
+  ^bb0(%1: tensor<f32>):
+    %2 = func.call @helper(%1) : (tensor<f32>) -> tensor<f32>
+    rlx.yield %2 : (tensor<f32>) -> ()
+  })
+  func.return %0 : tensor<f32>
+}
+"""
+
+
+def test_a_call_inside_a_scan_body_is_interpreted_and_compiled():
+    """The interpreter finds the callee of a call nested in a region body (it ran the body
+    without the module: an AttributeError), and agrees with the native code."""
+    want = np.float32(0.3)
+    for _ in range(3):
+        want = np.tanh(want)
+    got = rlx.interpret(CALL_IN_SCAN, np.float32(0.3), entry="main")[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(rlx.compile(CALL_IN_SCAN, entry="main")(np.float32(0.3))[0],
+                               want, rtol=1e-6)
