@@ -69,6 +69,33 @@ def test_no_split_on_one_thread_or_when_turned_off(monkeypatch):
         assert not exe.engine.objects_compiled_in_lowering
 
 
+def test_halves_run_with_a_short_gil_switch_interval_restored_after(two_threads, monkeypatch):
+    """Threads coming back from C calls wait less for the GIL during the halves; the
+    process's own interval is back afterwards."""
+    import sys
+
+    from rlx_mlir.lowering import upstream
+
+    seen = []
+    run_upstream = upstream.run_upstream
+
+    def recording(*args, **kwargs):
+        seen.append(sys.getswitchinterval())
+        return run_upstream(*args, **kwargs)
+
+    monkeypatch.setattr(upstream, "run_upstream", recording)
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.01)
+    try:
+        exe = compile_grad(transformer_block_loss(batch=1, seq=8, d_model=16, heads=2),
+                           "block_loss")
+        assert sys.getswitchinterval() == pytest.approx(0.01)
+    finally:
+        sys.setswitchinterval(before)
+    assert SPLIT_PHASE in exe.engine.phases
+    assert seen == [pytest.approx(upstream.HALVES_GIL_SWITCH_S)] * 2
+
+
 def edges(x, w):
     h = x @ w
     positive = h > 0.0
