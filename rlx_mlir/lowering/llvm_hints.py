@@ -30,6 +30,7 @@ Example (the stage list of :mod:`rlx_mlir.lowering.upstream`)::
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from rlx_mlir.lowering.schedules import walk_ops
@@ -120,6 +121,10 @@ def unroll_stage_name() -> str:
             f":light-passes={int(light_passes_enabled())}")
 
 
+def _update(module: Any, names: tuple[str, ...], change: Callable[[Any], bool]) -> int:
+    return sum(1 for op in walk_ops(module) if op.name in names and change(op))
+
+
 def annotate_loops(module: Any) -> int:
     """Mark every ``scf.for`` around vector code not to be unrolled by LLVM; returns how
     many. Scalar loop nests (ops without a schedule, e.g. convolution windows) keep
@@ -191,16 +196,7 @@ def move_loop_annotations(module: Any) -> int:
         del op.attributes[_MOVED]
         return True
 
-    return sum(1 for op in _terminators(module) if op.name in ("llvm.br", "llvm.cond_br")
-               and move(op))
-
-
-def _terminators(module: Any) -> list[Any]:
-    """The last op of every block of every top-level function (branches are terminators:
-    no walk of the ops in between, a third of the finish stage)."""
-    return [block.operations[len(block.operations) - 1].operation
-            for op in module.body.operations for region in op.regions
-            for block in region.blocks if len(block.operations)]
+    return _update(module, ("llvm.br", "llvm.cond_br"), move)
 
 
 def _outlined(name: str) -> bool:

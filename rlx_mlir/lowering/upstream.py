@@ -352,15 +352,27 @@ thread running Python gives it up, at most this long. Transformer-block gradient
 -> 0.446 s (15 alternating compiles)."""
 
 
+_SWITCH_LOCK = threading.Lock()
+_switch_state: dict[str, float] = {"depth": 0, "before": 0.0}
+
+
 @contextmanager
 def _gil_switch_interval(seconds: float) -> Iterator[None]:
-    """``sys.setswitchinterval`` at most ``seconds`` in the block, restored after."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(min(before, seconds))
+    """``sys.setswitchinterval`` at most ``seconds`` in the block; the interval the
+    process had before the first of overlapping blocks (compiles on several threads) is
+    restored when the last one ends."""
+    with _SWITCH_LOCK:
+        if not _switch_state["depth"]:
+            _switch_state["before"] = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_state["before"], seconds))
+        _switch_state["depth"] += 1
     try:
         yield
     finally:
-        sys.setswitchinterval(before)
+        with _SWITCH_LOCK:
+            _switch_state["depth"] -= 1
+            if not _switch_state["depth"]:
+                sys.setswitchinterval(_switch_state["before"])
 
 
 def _result_or_none(job: Any) -> bytes | None:
@@ -391,21 +403,21 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
         phases["xdsl split in halves"] = time.perf_counter() - started
     codegen: list[Future[bytes]] = []
     half_phases: list[Phases] = [{} for _ in halves]
-    parts: list[tuple[int, int, str]] = []  # a heap: the largest part first
+    parts: list[tuple[float, int, str]] = []  # a heap: the costliest part first
     lock = threading.Lock()
 
-    def largest_part() -> bytes:
+    def costliest_part() -> bytes:
         with lock:
             _, _, part = heapq.heappop(parts)
         return native.object_code(part, opt_level)
 
     def lower_half(pool: ThreadPoolExecutor, i: int, text: str) -> str:
         text = run_upstream(text, stages, phases=half_phases[i], multithreaded=False)
-        if objects is not None:  # on the same two threads, the largest waiting part first
+        if objects is not None:  # on the same two threads, the costliest waiting part first
             for part in native.split_module_text(text, native.codegen_jobs(text)):
                 with lock:
                     heapq.heappush(parts, (-native.codegen_cost(part), len(codegen), part))
-                    codegen.append(pool.submit(largest_part))
+                    codegen.append(pool.submit(costliest_part))
         return text
 
     name = "hand-off, upstream stages" + ("" if objects is None else ", LLVM code generation")

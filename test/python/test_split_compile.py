@@ -96,6 +96,38 @@ def test_halves_run_with_a_short_gil_switch_interval_restored_after(two_threads,
     assert seen == [pytest.approx(upstream.HALVES_GIL_SWITCH_S)] * 2
 
 
+def test_overlapping_switch_interval_blocks_restore_the_first_value():
+    """Two compiles overlapping on two threads (A enters, B enters, A exits, B exits):
+    the process's interval is back only when both ended."""
+    import sys
+
+    from rlx_mlir.lowering.upstream import HALVES_GIL_SWITCH_S, _gil_switch_interval
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.01)
+    try:
+        first, second = _gil_switch_interval(0.001), _gil_switch_interval(0.001)
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert sys.getswitchinterval() == pytest.approx(0.001)
+        second.__exit__(None, None, None)
+        assert sys.getswitchinterval() == pytest.approx(0.01)
+        assert HALVES_GIL_SWITCH_S < 0.01
+    finally:
+        sys.setswitchinterval(before)
+
+
+def test_every_loop_annotation_reaches_the_property_in_parallel_bodies(two_threads):
+    """The no-unroll notes copied onto latch branches become the property translation
+    reads, also inside OpenMP regions (none left as a discardable attribute)."""
+    exe = compile_grad(transformer_block_loss(batch=2, seq=8, d_model=16, heads=2),
+                       "block_loss")
+    text = exe.engine.llvm_text
+    assert "omp.loop_nest" in text and "loop_annotation = #llvm.loop_annotation" in text
+    assert "llvm.loop_annotation =" not in text
+
+
 def edges(x, w):
     h = x @ w
     positive = h > 0.0
