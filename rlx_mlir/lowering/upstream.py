@@ -404,6 +404,7 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
     codegen: list[Future[bytes]] = []
     half_phases: list[Phases] = [{} for _ in halves]
     parts: list[tuple[float, int, str]] = []  # a heap: the costliest part first
+    known: dict[str, str] = {}  # the kernels a half compiles (the other's copies go)
     lock = threading.Lock()
 
     def costliest_part() -> bytes:
@@ -414,7 +415,9 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
     def lower_half(pool: ThreadPoolExecutor, i: int, text: str) -> str:
         text = run_upstream(text, stages, phases=half_phases[i], multithreaded=False)
         if objects is not None:  # on the same two threads, the costliest waiting part first
-            for part in native.split_module_text(text, native.codegen_jobs(text)):
+            with lock:
+                own = native.compile_once(text, known)
+            for part in native.split_module_text(own, native.codegen_jobs(own)):
                 with lock:
                     heapq.heappush(parts, (-native.codegen_cost(part), len(codegen), part))
                     codegen.append(pool.submit(costliest_part))

@@ -262,3 +262,63 @@ def test_merged_text_keeps_each_halfs_constants(two_threads, monkeypatch):
     assert exe.engine.native_code == "execution-engine" and SPLIT_PHASE in exe.engine.phases
     assert "_h1(" in exe.engine.llvm_text
     np.testing.assert_allclose(exe(x)[0], want, atol=1e-4)
+
+
+KERNEL = ("  llvm.func @{name}(%arg0: !llvm.ptr) attributes {{sym_visibility = \"private\"}} {{\n"
+          "    %0 = llvm.call @malloc(%arg0) : (!llvm.ptr) -> !llvm.ptr\n"
+          "    llvm.br ^bb1 {{loop_annotation = #a}}\n  ^bb1:\n    llvm.return\n  }}")
+ENTRY = "  llvm.func @{name}(%arg0: !llvm.ptr) {{\n    llvm.call @{callee}(%arg0) : (!llvm.ptr) -> ()\n" \
+        "    llvm.return\n  }}"
+MALLOC = "  llvm.func @malloc(!llvm.ptr) -> !llvm.ptr"
+
+
+def test_each_kernel_of_two_halves_is_compiled_once():
+    from rlx_mlir.runtime.native import compile_once
+
+    alias = "#a = #llvm.x<1>\n"
+    first = alias + module_text(MALLOC, KERNEL.format(name="k0"), KERNEL.format(name="k1"),
+                                ENTRY.format(name="f0", callee="k1"))
+    second = alias + module_text(MALLOC, KERNEL.format(name="h0"),
+                                 ENTRY.format(name="f1", callee="h0"))
+    known: dict[str, str] = {}
+    once = compile_once(first, known)  # k1 repeats k0: its caller calls k0
+    assert "llvm.func @k1" not in once and "llvm.call @k0(%arg0)" in once
+    assert once.count("llvm.func @k0(") == 1
+    other = compile_once(second, known)  # h0 is k0, which the first module defines
+    assert "llvm.call @k0(%arg0)" in other and "@h0" not in other
+    assert '  llvm.func @k0(%arg0: !llvm.ptr) attributes {sym_visibility = "private"}\n' in other
+    assert compile_once(second, {}) == second  # nothing known: unchanged
+
+
+def test_kernels_reading_globals_or_other_aliases_are_not_shared():
+    from rlx_mlir.runtime.native import compile_once
+
+    reads_global = KERNEL.replace("llvm.call @malloc(%arg0)", "llvm.call @malloc(%g)").replace(
+        "    %0", "    %g = llvm.mlir.addressof @table : !llvm.ptr\n    %0")
+    table = "  llvm.mlir.global internal constant @table(dense<1.0> : tensor<2xf32>) : !llvm.array<2 x f32>"
+    known: dict[str, str] = {}
+    first = "#a = #llvm.x<1>\n" + module_text(MALLOC, table, reads_global.format(name="k0"))
+    assert compile_once(first, known) == first and not known  # its @table is its own
+    compile_once("#a = #llvm.x<1>\n" + module_text(MALLOC, KERNEL.format(name="k0")), known)
+    other = "#a = #llvm.x<2>\n" + module_text(MALLOC, KERNEL.format(name="h0"))
+    assert compile_once(other, known) == other  # its #a is another loop annotation
+
+
+def test_split_transformer_gradient_compiles_shared_kernels_once(two_threads, monkeypatch):
+    from rlx_mlir.runtime import native
+
+    compiled: list[str] = []
+    object_code = native.object_code
+
+    def record(part: str, level: int) -> bytes:
+        compiled.append(part)
+        return object_code(part, level)
+
+    monkeypatch.setattr(native, "object_code", record)
+    exe = compile_grad(transformer_block_loss(batch=2, seq=64, d_model=64, heads=2),
+                       "block_loss")
+    assert exe.engine.objects_compiled_in_lowering
+    defined = [name for part in compiled
+               for name in native._cut_top_level(part).definitions]  # noqa: SLF001
+    merged = native._cut_top_level(exe.engine.llvm_text).definitions  # noqa: SLF001
+    assert len(defined) == len(set(defined)) < len(merged)
