@@ -96,6 +96,34 @@ def test_halves_run_with_a_short_gil_switch_interval_restored_after(two_threads,
     assert seen == [pytest.approx(upstream.HALVES_GIL_SWITCH_S)] * 2
 
 
+def test_garbage_collector_pauses_while_a_module_is_lowered(two_threads, monkeypatch):
+    """No collection runs during a compile (whole or in halves); the collector is back on
+    after it, and stays off after it if it was off before."""
+    import gc
+
+    from rlx_mlir.lowering import upstream
+
+    seen = []
+    run_upstream = upstream.run_upstream
+
+    def recording(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return run_upstream(*args, **kwargs)
+
+    monkeypatch.setattr(upstream, "run_upstream", recording)
+    for split in ("1", "0"):
+        monkeypatch.setenv("RLX_SPLIT_COMPILE", split)
+        compile_grad(transformer_block_loss(batch=1, seq=8, d_model=16, heads=2), "block_loss")
+        assert gc.isenabled()
+    gc.disable()
+    try:
+        rlx.compile(transformer_block_loss(batch=1, seq=4, d_model=8, heads=2), "block_loss")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert seen == [False] * 4
+
+
 def test_overlapping_switch_interval_blocks_restore_the_first_value():
     """Two compiles overlapping on two threads (A enters, B enters, A exits, B exits):
     the process's interval is back only when both ended."""
