@@ -36,7 +36,7 @@ from rlx_mlir.builder import Builder, Tensor, _user_location
 from rlx_mlir.diagnostics import RlxError, loc_from_attr
 from rlx_mlir.dialects.base import NUMPY_DTYPES, REAL_FLOAT_DTYPES
 from rlx_mlir.ir import find_func, to_text
-from rlx_mlir.runtime.gc_pause import collector_paused
+from rlx_mlir.runtime.process_settings import collector_paused
 
 if TYPE_CHECKING:
     from rlx_mlir.runtime.jit import Executable

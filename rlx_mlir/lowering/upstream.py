@@ -13,14 +13,12 @@ each stage to stderr.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +29,7 @@ from rlx_mlir.diagnostics import RlxError
 from rlx_mlir.lowering.bool_storage import widen_bool_storage
 from rlx_mlir.lowering.handoff_printer import generic_text
 from rlx_mlir.lowering.light_dialects import use_light_dialects
+from rlx_mlir.runtime.process_settings import collector_paused, gil_switch_interval
 from rlx_mlir.runtime.timing import Phases, phase
 
 
@@ -330,7 +329,7 @@ def lower_to_llvm(module: ModuleOp, stages: str | Sequence[Stage] | None = None,
     When the function is lowered in two halves and ``objects`` is a list, each half's
     object code (at ``opt_level``) is compiled on its thread as soon as it is lowered and
     appended to it (otherwise it stays empty). The garbage collector pauses meanwhile."""
-    with _collector_paused():
+    with collector_paused():
         return _lower(module, stages, after_stage, phases, objects, opt_level)
 
 
@@ -358,50 +357,6 @@ HALVES_GIL_SWITCH_S = 0.0005
 coming back from a C call (a pass pipeline, a parse, LLVM) waits for the GIL until the
 thread running Python gives it up, at most this long. Transformer-block gradient: 0.465
 -> 0.446 s (15 alternating compiles)."""
-
-
-class _ProcessSetting:
-    """A process-wide setting changed while any of overlapping blocks (compiles on several
-    threads) runs: the value before the first block is restored when the last one ends."""
-
-    def __init__(self, read: Callable[[], Any], write: Callable[[Any], None]):
-        self._read, self._write = read, write
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._before: Any = None
-
-    @contextmanager
-    def changed(self, value: Callable[[Any], Any]) -> Iterator[None]:
-        """The setting is ``value(setting before)`` in the block."""
-        with self._lock:
-            if not self._depth:
-                self._before = self._read()
-                self._write(value(self._before))
-            self._depth += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._depth -= 1
-                if not self._depth:
-                    self._write(self._before)
-
-
-_SWITCH_INTERVAL = _ProcessSetting(sys.getswitchinterval, sys.setswitchinterval)
-_COLLECTOR = _ProcessSetting(gc.isenabled, lambda on: gc.enable() if on else gc.disable())
-
-
-def _gil_switch_interval(seconds: float) -> AbstractContextManager[None]:
-    """``sys.setswitchinterval`` at most ``seconds`` in the block (restored after)."""
-    return _SWITCH_INTERVAL.changed(lambda before: min(before, seconds))
-
-
-def _collector_paused() -> AbstractContextManager[None]:
-    """Python's cyclic garbage collector off in the block (back on after, if it was).
-    A compile allocates many objects, which set off full collections over every object of
-    the process, holding the GIL: the xDSL lowering of the transformer-block gradient
-    took 45 ms with them, 38 without."""
-    return _COLLECTOR.changed(lambda before: False)
 
 
 def _result_or_none(job: Any) -> bytes | None:
@@ -453,7 +408,7 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
         return text
 
     name = "hand-off, upstream stages" + ("" if objects is None else ", LLVM code generation")
-    with phase(phases, f"{name}: halves on 2 threads"), _gil_switch_interval(HALVES_GIL_SWITCH_S):
+    with phase(phases, f"{name}: halves on 2 threads"), gil_switch_interval(HALVES_GIL_SWITCH_S):
         with ThreadPoolExecutor(len(halves)) as pool:
             # each half's text is printed (holding the GIL) before the next one's, so the
             # first half's upstream work starts while the second is printed

@@ -47,7 +47,7 @@ from xdsl.dialects.builtin import ModuleOp
 from rlx_mlir.diagnostics import RlxError, int_setting, loc_from_attr
 from rlx_mlir.dialects.base import numpy_dtype, shape_of
 from rlx_mlir.runtime import native, threads
-from rlx_mlir.runtime.gc_pause import collector_paused
+from rlx_mlir.runtime.process_settings import collector_paused
 from rlx_mlir.runtime.signature import Signature, signature_from_json, signature_to_json
 from rlx_mlir.runtime.timing import Phases, print_report, timing_requested
 

@@ -129,12 +129,13 @@ def test_overlapping_switch_interval_blocks_restore_the_first_value():
     the process's interval is back only when both ended."""
     import sys
 
-    from rlx_mlir.lowering.upstream import HALVES_GIL_SWITCH_S, _gil_switch_interval
+    from rlx_mlir.lowering.upstream import HALVES_GIL_SWITCH_S
+    from rlx_mlir.runtime.process_settings import gil_switch_interval
 
     before = sys.getswitchinterval()
     sys.setswitchinterval(0.01)
     try:
-        first, second = _gil_switch_interval(0.001), _gil_switch_interval(0.001)
+        first, second = gil_switch_interval(0.001), gil_switch_interval(0.001)
         first.__enter__()
         second.__enter__()
         first.__exit__(None, None, None)
@@ -144,6 +145,22 @@ def test_overlapping_switch_interval_blocks_restore_the_first_value():
         assert HALVES_GIL_SWITCH_S < 0.01
     finally:
         sys.setswitchinterval(before)
+
+
+def test_overlapping_collector_pauses_resume_it_when_the_last_one_ends():
+    """A compile on another thread still running keeps the collector paused."""
+    import gc
+
+    from rlx_mlir.runtime.process_settings import collector_paused
+
+    assert gc.isenabled()
+    first, second = collector_paused(), collector_paused()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
 
 
 def test_every_loop_annotation_reaches_the_property_in_parallel_bodies(two_threads):
