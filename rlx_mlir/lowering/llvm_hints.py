@@ -19,7 +19,9 @@ no-unroll note is optimised with :data:`LIGHT_PASSES` (SROA, CSE, LICM with loop
 rotation, induction-variable simplification and memset idioms; transformer-block
 gradient: 0.14 s less CPU for 0.8% of step time, GEMMs unchanged); a function holding a
 scalar loop left to LLVM gets :data:`SCALAR_LOOPS` and the whole ``default<O2>`` (a small
-CNN's gradient ran 1.4x slower without LLVM's unrolling of its windows).
+CNN's gradient ran 1.4x slower without LLVM's unrolling of its windows), or, when each of
+its scalar loops writes elements apart (a rope, a gather), :data:`PARALLEL_LOOPS` and only
+LLVM's loop vectorizer on top of the light list (:data:`PARALLEL_PASSES`).
 ``RLX_LLVM_LIGHT=0`` gives every function ``default<O2>``.
 
 Example (the stage list of :mod:`rlx_mlir.lowering.upstream`)::
@@ -50,6 +52,22 @@ LIGHT_MODULE = "rlx.light_llvm"
 SCALAR_LOOPS = "rlx.scalar_loops"
 """Unit attribute of a function holding a loop left to LLVM (it reaches the LLVM dialect
 header, where code generation reads it: :func:`llvm_passes`)."""
+
+PARALLEL_LOOPS = "rlx.parallel_loops"
+"""Unit attribute of a function with :data:`SCALAR_LOOPS` whose every scalar loop writes
+elements apart (each store's address depends on the loop's induction variable: a rope,
+a gather, an elementwise op no schedule vectorized): its code-generation part gets
+:data:`PARALLEL_PASSES` instead of the whole ``default<O2>``."""
+
+PARALLEL_PASSES = ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,"
+                   "loop-mssa(licm,loop-rotate,licm),"
+                   "loop(loop-idiom,indvars,loop-deletion,loop-unroll-full),simplifycfg,"
+                   "loop-simplify,lcssa,loop-vectorize,instcombine<no-verify-fixpoint>,"
+                   "simplifycfg)")
+"""LLVM passes of functions with :data:`PARALLEL_LOOPS`: the light list, loops of constant
+trip counts unrolled, then LLVM's loop vectorizer (without the rest of O2: its runtime
+unrolling, SLP vectorizer and repeated simplifications). The LLaMA block's rope kernels:
+0.05 against 0.17 s of LLVM for object code of 8 instead of 15 KB, the step unchanged."""
 
 LIGHT_PASSES = ("function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,"
                 "loop-mssa(licm,loop-rotate,licm),loop(loop-idiom,indvars,loop-deletion),"
@@ -87,15 +105,17 @@ def llvm_passes(part: str, level: int) -> str:
     """The LLVM pass pipeline for one code-generation part (LLVM-dialect text) at
     optimisation ``level``: :data:`LIGHT_PASSES` at O2 and above when no function of it
     holds scalar loops or coroutines (the async runtime's, which only the default
-    pipelines lower), else ``default<O<level>>``.
+    pipelines lower), :data:`PARALLEL_PASSES` when all its functions with scalar loops
+    have :data:`PARALLEL_LOOPS`, else ``default<O<level>>``.
 
     >>> llvm_passes("module {\\n  llvm.func @f() attributes {rlx.scalar_loops} {...}", 2)
     'default<O2>'
     """
-    if level < 2 or not _light_module(part) or _defines_scalar_loops(part) \
+    scalar = _scalar_loop_headers(part)
+    if level < 2 or not _light_module(part) or any(PARALLEL_LOOPS not in h for h in scalar) \
             or "llvm.intr.coro" in part or llvm_unrolls() or not light_passes_enabled():
         return f"default<O{level}>"
-    return LIGHT_PASSES
+    return PARALLEL_PASSES if scalar else LIGHT_PASSES
 
 
 def _light_module(part: str) -> bool:
@@ -104,10 +124,10 @@ def _light_module(part: str) -> bool:
                for line in part.split("\n", 3)[:3])
 
 
-def _defines_scalar_loops(part: str) -> bool:
-    """Whether a function defined in ``part`` has :data:`SCALAR_LOOPS` (declarations of
-    the other parts' functions keep their attributes)."""
-    return any(line.endswith("{") for line in part.splitlines() if SCALAR_LOOPS in line)
+def _scalar_loop_headers(part: str) -> list[str]:
+    """The header lines of the functions ``part`` defines with :data:`SCALAR_LOOPS`
+    (declarations of the other parts' functions keep their attributes)."""
+    return [line for line in part.splitlines() if SCALAR_LOOPS in line and line.endswith("{")]
 
 
 def llvm_unrolls() -> bool:
@@ -118,7 +138,7 @@ def llvm_unrolls() -> bool:
 def unroll_stage_name() -> str:
     """The stage's cache-key text (it changes with ``RLX_LLVM_UNROLL``)."""
     return (f"python:loop-unroll={'llvm' if llvm_unrolls() else 'off'}"
-            f":light-passes={int(light_passes_enabled())}")
+            f":light-passes={int(light_passes_enabled())}:parallel-loops=1")
 
 
 def _update(module: Any, names: tuple[str, ...], change: Callable[[Any], bool]) -> int:
@@ -175,15 +195,73 @@ def _is_fill(loop: Any) -> bool:
 
 
 def _mark_scalar_loops(loops: list[Any]) -> None:
-    """Give the function around each of ``loops`` :data:`SCALAR_LOOPS`."""
+    """Give the function around each of ``loops`` :data:`SCALAR_LOOPS`, and
+    :data:`PARALLEL_LOOPS` when each of its scalar loops writes elements apart."""
     from mlir import ir
 
+    apart: dict[Any, bool] = {}
     for loop in loops:
         function = loop.parent
         while function is not None and function.name != "func.func":
             function = function.parent
         if function is not None:
-            function.attributes[SCALAR_LOOPS] = ir.UnitAttr.get()
+            apart[function] = apart.get(function, True) and _writes_apart(loop)
+    for function, parallel in apart.items():
+        function.attributes[SCALAR_LOOPS] = ir.UnitAttr.get()
+        if parallel:
+            function.attributes[PARALLEL_LOOPS] = ir.UnitAttr.get()
+
+
+_PLAIN_OPS = ("arith.", "math.", "index.", "complex.", "ub.", "scf.for", "scf.yield", "scf.if",
+              "memref.load", "memref.store", "memref.subview", "memref.cast",
+              "memref.expand_shape", "memref.collapse_shape", "memref.reinterpret_cast")
+"""What a loop may hold to count as writing elements apart (no calls, copies or atomics)."""
+
+
+def _writes_apart(loop: Any) -> bool:
+    """Whether every iteration of ``loop`` (a scalar ``scf.for``) stores to other
+    elements than the others: one iteration, or every ``memref.store`` in it addressed
+    through the loop's induction variable, and nothing else in it writing memory. Only
+    picks LLVM passes: its loop vectorizer checks what it may do itself."""
+    from mlir import ir
+
+    if _trip_count(loop) == 1:
+        return True
+    inner: list[Any] = []
+    loop.walk(lambda op: inner.append(op) or ir.WalkResult.ADVANCE)
+    if not all(op.name.startswith(_PLAIN_OPS) for op in inner):
+        return False
+    step = loop.regions[0].blocks[0].arguments[0]
+    stores = [op for op in inner if op.name == "memref.store"]
+    return all(_reads(step, list(op.operands)[1:], {}) for op in stores)
+
+
+def _reads(value: Any, operands: list[Any], seen: dict[Any, bool]) -> bool:
+    """Whether ``value`` flows into any of ``operands`` (through the ops defining them)."""
+    from mlir import ir
+
+    for operand in operands:
+        if operand == value:
+            return True
+        if not isinstance(operand, ir.OpResult) or operand in seen:
+            continue
+        seen[operand] = False
+        if _reads(value, list(operand.owner.operands), seen):
+            return True
+    return False
+
+
+def _trip_count(loop: Any) -> int | None:
+    """The iterations of an ``scf.for`` with constant bounds and step, else None."""
+    from mlir import ir
+
+    bounds = []
+    for operand in list(loop.operands)[:3]:
+        if not isinstance(operand, ir.OpResult) or operand.owner.name != "arith.constant":
+            return None
+        bounds.append(ir.IntegerAttr(operand.owner.attributes["value"]).value)
+    low, high, step = bounds
+    return max(0, -(-(high - low) // step)) if step > 0 else None
 
 
 def move_loop_annotations(module: Any) -> int:

@@ -321,19 +321,25 @@ def _codegen_groups(definitions: dict[str, list[str]], parts: int) -> list[tuple
     """Function names in about ``parts`` groups of about equal size, each with the kind of
     code generation it gets (:func:`rlx_mlir.lowering.llvm_hints.codegen_plan`): glue
     (:func:`_is_glue`, one group), functions marked
-    :data:`~rlx_mlir.lowering.llvm_hints.SCALAR_LOOPS` (LLVM's whole pipeline) and the
-    others (its light one) are never in one group; the last two kinds get groups in
-    proportion to their size, at least one."""
-    from rlx_mlir.lowering.llvm_hints import GLUE_PART, SCALAR_LOOPS
+    :data:`~rlx_mlir.lowering.llvm_hints.SCALAR_LOOPS` (LLVM's whole pipeline), those
+    also marked :data:`~rlx_mlir.lowering.llvm_hints.PARALLEL_LOOPS` (its loop vectorizer)
+    and the others (its light list) are never in one group; the last three kinds get
+    groups in proportion to their size, at least one."""
+    from rlx_mlir.lowering.llvm_hints import GLUE_PART, PARALLEL_LOOPS, SCALAR_LOOPS
 
     sizes = {name: sum(map(len, op)) for name, op in definitions.items()}
     glue = [n for n, op in definitions.items() if _is_glue(op)]
     if len(glue) == len(sizes):
         glue = []  # nothing but straight-line functions: compiled as the code they are
-    scalar = {n: s for n, s in sizes.items() if SCALAR_LOOPS in definitions[n][0] and n not in glue}
-    vector = {n: s for n, s in sizes.items() if n not in scalar and n not in glue}
-    total = sum(vector.values()) + sum(scalar.values()) or 1
-    groups = [(group, "") for kind in (vector, scalar) if kind
+    kinds: dict[str, dict[str, int]] = {"vector": {}, "parallel": {}, "scalar": {}}
+    for name, size in sizes.items():
+        header = definitions[name][0]
+        if name not in glue:
+            kind = "vector" if SCALAR_LOOPS not in header else \
+                "parallel" if PARALLEL_LOOPS in header else "scalar"
+            kinds[kind][name] = size
+    total = sum(size for kind in kinds.values() for size in kind.values()) or 1
+    groups = [(group, "") for kind in kinds.values() if kind
               for group in _balanced(kind, max(1, round(parts * sum(kind.values()) / total)))]
     return groups + ([(glue, GLUE_PART)] if glue else [])
 

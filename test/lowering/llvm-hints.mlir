@@ -2,7 +2,8 @@
 // unrolling disabled (the schedules already unrolled what pays; LLVM unrolling again
 // doubled the machine code), scalar loops are left to LLVM, and RLX_LLVM_UNROLL=1
 // leaves every loop to LLVM. A function with a scalar loop (not a fill) is marked
-// rlx.scalar_loops: its code generation part gets LLVM's whole O2 pipeline, the others
+// rlx.scalar_loops: its code generation part gets LLVM's whole O2 pipeline (or, when every
+// scalar loop writes elements apart, rlx.parallel_loops: its loop vectorizer), the others
 // the light one (llvm_hints.llvm_passes).
 // RUN: rlx-opt %s --lower-to-llvm | mlir-translate --mlir-to-llvmir | FileCheck %s
 // RUN: rlx-opt %s --lower-to-llvm | FileCheck %s --check-prefix=KIND
@@ -35,10 +36,12 @@ func.func @rows(%x: tensor<64x256xf32>, %y: tensor<64x256xf32>) -> tensor<64x256
   func.return %1 : tensor<64x256xf32>
 }
 
-// A column gather reads each element through an index: scalar loops, left to LLVM.
+// A column gather reads each element through an index: scalar loops, left to LLVM;
+// each iteration writes its own element, so LLVM's loop vectorizer is all they get
+// (rlx.parallel_loops: llvm_hints.PARALLEL_PASSES instead of the whole O2).
 // CHECK-LABEL: define void @scalar_rows_kernel_{{[0-9]+}}(
 // KIND: llvm.func @scalar_rows_kernel_0(
-// KIND-SAME: rlx.scalar_loops
+// KIND-SAME: rlx.parallel_loops, rlx.scalar_loops
 // CHECK-NOT: !llvm.loop
 // CHECK: ![[LOOP]] = distinct !{![[LOOP]], ![[NOUNROLL:[0-9]+]]}
 // CHECK: ![[NOUNROLL]] = !{!"llvm.loop.unroll.disable"}

@@ -234,7 +234,7 @@ def test_scalar_loop_functions_get_llvms_whole_pipeline(monkeypatch):
     vectorized get the light pass list; a part defining a function with scalar loops
     (declarations do not count), coroutines, O0/O1, ``RLX_LLVM_LIGHT=0`` or a module the
     schedules did not produce (the naive pipeline) get ``default<O<level>>``."""
-    from rlx_mlir.lowering.llvm_hints import LIGHT_PASSES, llvm_passes
+    from rlx_mlir.lowering.llvm_hints import LIGHT_PASSES, PARALLEL_PASSES, llvm_passes
 
     light = SPLIT_TEXT.replace("module {", "module attributes {rlx.light_llvm} {", 1)
     scalar = light.replace("@middle(%arg0: i64) -> i64 {",
@@ -244,6 +244,12 @@ def test_scalar_loop_functions_get_llvms_whole_pipeline(monkeypatch):
     assert llvm_passes(SPLIT_TEXT, 2) == "default<O2>"  # not from the fast pipeline
     assert llvm_passes(scalar, 2) == "default<O2>" and llvm_passes(scalar, 3) == "default<O3>"
     assert llvm_passes(declared, 2) == LIGHT_PASSES
+    parallel = scalar.replace("{rlx.scalar_loops}", "{rlx.parallel_loops, rlx.scalar_loops}")
+    assert llvm_passes(parallel, 2) == PARALLEL_PASSES and "loop-vectorize" in PARALLEL_PASSES
+    mixed = parallel.replace("@big(%arg0: i64) -> i64 {",
+                             "@big(%arg0: i64) -> i64 attributes {rlx.scalar_loops} {")
+    assert llvm_passes(mixed, 2) == "default<O2>"  # one function needs the whole pipeline
+    assert llvm_passes(parallel, 1) == "default<O1>"
     assert llvm_passes(light + "llvm.intr.coro.begin", 2) == "default<O2>"
     assert llvm_passes(light, 1) == "default<O1>"
     monkeypatch.setenv("RLX_LLVM_LIGHT", "0")
@@ -264,7 +270,7 @@ def test_constant_powers_are_not_libm_calls_per_element(fresh):
 def test_parts_never_mix_scalar_and_vectorized_functions():
     """Even one job compiles a scalar-loop function apart from the others (they get
     different pipelines); the parts still link back into one program."""
-    from rlx_mlir.lowering.llvm_hints import SCALAR_LOOPS
+    from rlx_mlir.lowering.llvm_hints import PARALLEL_LOOPS, SCALAR_LOOPS
 
     text = SPLIT_TEXT.replace("@small(%arg0: i64) -> i64 {",
                               f"@small(%arg0: i64) -> i64 attributes {{{SCALAR_LOOPS}}} {{")
@@ -274,6 +280,9 @@ def test_parts_never_mix_scalar_and_vectorized_functions():
               and p.split(f"@{n}(%arg0: i64) -> i64 ")[1].split("\n")[0].endswith("{")]
              for p in parts]
     assert kinds == [["big", "middle"], ["small"]]
+    three = text.replace("@middle(%arg0: i64) -> i64 {",
+                         f"@middle(%arg0: i64) -> i64 attributes {{{PARALLEL_LOOPS}, {SCALAR_LOOPS}}} {{")
+    assert len(native.split_module_text(three, 1)) == 3  # vectorized, parallel, scalar
     big = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
         native.ObjectJit(native.compile_objects(text, 1)).lookup("big"))
     assert big(3) == 36
@@ -328,3 +337,53 @@ def test_glue_functions_get_machine_code_at_o0():
     assert native._is_glue(cut.definitions["small"]) is False  # an llvm.or of its own
     arithmetic = GLUE_TEXT.replace("%1 = llvm.call @triangle(%0)", "%1 = llvm.fadd %0, %0")
     assert not native._is_glue(native._cut_top_level(arithmetic).definitions["entry"])
+
+
+LOOPS = """func.func @loops(%a: memref<8x16xf32>, %out: memref<8x16xf32>, %acc: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    scf.for %j = %c0 to %c16 step %c1 {
+      %s = memref.subview %out[%i, 0] [1, 16] [1, 1] : memref<8x16xf32> to memref<16xf32, strided<[1], offset: ?>>
+      %k = arith.addi %j, %c1 : index
+      %m = arith.remui %k, %c16 : index
+      %v = memref.load %a[%i, %m] : memref<8x16xf32>
+      memref.store %v, %s[%j] : memref<16xf32, strided<[1], offset: ?>>
+    }
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    scf.for %j = %c0 to %c16 step %c1 {
+      %v = memref.load %a[%i, %j] : memref<8x16xf32>
+      %s = memref.load %acc[%i] : memref<8xf32>
+      %t = arith.addf %s, %v : f32
+      memref.store %t, %acc[%i] : memref<8xf32>
+    }
+  }
+  scf.for %i = %c0 to %c1 step %c1 {
+    memref.store %c0f, %acc[%c0] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    memref.copy %a, %out : memref<8x16xf32> to memref<8x16xf32>
+  }
+  return
+}"""
+
+
+def test_loops_writing_elements_apart_are_told_from_reductions():
+    """A rotation of rows (each store addressed through the loop's variable, also via a
+    subview) writes elements apart at both depths; a row sum's inner loop stores to one
+    element per row; a loop of one iteration counts as apart; a copy inside does not."""
+    from mlir import ir
+
+    from rlx_mlir.lowering.llvm_hints import _writes_apart
+    from rlx_mlir.lowering.schedules import ops_named
+
+    text = LOOPS.replace("memref.store %c0f", "%c0f = arith.constant 0.0 : f32\n    memref.store %c0f")
+    with ir.Context():
+        module = ir.Module.parse(text)
+        outer_rotate, inner_rotate, outer_sum, inner_sum, one, copying = ops_named(module, "scf.for")
+        assert _writes_apart(outer_rotate) and _writes_apart(inner_rotate)
+        assert _writes_apart(outer_sum) and not _writes_apart(inner_sum)
+        assert _writes_apart(one) and not _writes_apart(copying)
