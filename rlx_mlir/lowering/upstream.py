@@ -388,7 +388,7 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
     codegen: list[Future[bytes]] = []
     half_phases: list[Phases] = [{} for _ in halves]
     parts: list[tuple[float, int, str]] = []  # a heap: the costliest part first
-    known: dict[str, str] = {}  # the kernels a half compiles (the other's copies go)
+    known = native.CompiledOnce()  # the kernels a half compiles (the other's copies go)
     lock = threading.Lock()
 
     def costliest_part() -> bytes:

@@ -29,7 +29,7 @@ import os
 import pathlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rlx_mlir.diagnostics import RlxError, int_setting
 
@@ -397,16 +397,27 @@ def _definition_key(name: str, op: list[str], aliases: dict[str, str]) -> str:
     return "\n".join([text, *(f"{a} = {aliases[a]}" for a in sorted(used))])
 
 
-def compile_once(text: str, known: dict[str, str]) -> str:
+@dataclass
+class CompiledOnce:
+    """What the modules :func:`compile_once` went through define and declare."""
+
+    kept: dict[str, str] = field(default_factory=dict)
+    """Definition key (:func:`_definition_key`) -> the name compiled under."""
+    declared: set[str] = field(default_factory=set)
+    """Functions they declare without defining (another module may define them: such a
+    definition is never dropped)."""
+
+
+def compile_once(text: str, known: CompiledOnce) -> str:
     """``text`` (an LLVM-dialect module) without the definitions ``known`` already holds
     or it repeats: each becomes a declaration of the kept twin's name, which its callers
-    call. ``known`` (definition key -> name) gets the definitions kept; only functions
-    calling nothing but external declarations take part (a global or a helper of one
-    module may differ from another's of the same name). The halves of a split function
-    are lowered apart, so each compiles its own copy of the kernels they share
-    (transformer-block gradient: 40 of 446 KB of LLVM dialect).
+    call; ``known`` gets the rest. Only functions calling nothing but external
+    declarations take part (a global or a helper of one module may differ from another's
+    of the same name), none another module declares, none naming a quoted symbol. The
+    halves of a split function are lowered apart, so each compiles its own copy of the
+    kernels they share (transformer-block gradient: 40 of 446 KB of LLVM dialect).
 
-    >>> known = {}
+    >>> known = CompiledOnce()
     >>> first = compile_once(half0_text, known)   # doctest: +SKIP
     >>> second = compile_once(half1_text, known)  # its copies of half 0's kernels go
     """
@@ -418,13 +429,19 @@ def compile_once(text: str, known: dict[str, str]) -> str:
                    and " = " in line)
     renames: dict[str, str] = {}
     for name, op in cut.definitions.items():
-        if not set(_SYMBOL_REF.findall("\n".join(op[1:]))) <= external:
+        body = "\n".join(op[1:])
+        if name in known.declared or '@"' in body or not set(_SYMBOL_REF.findall(body)) <= external:
             continue
         key = _definition_key(name, op, aliases)
-        if known.setdefault(key, name) != name:
-            renames[name] = known[key]
-    if not renames:
-        return text
+        if known.kept.setdefault(key, name) != name:
+            renames[name] = known.kept[key]
+    known.declared |= external
+    return _dropped(cut, renames) if renames else text
+
+
+def _dropped(cut: _TopLevel, renames: dict[str, str]) -> str:
+    """The module of ``cut`` with each of ``renames`` declared as its new name instead of
+    defined (once; not where the module defines that name), and every reference renamed."""
     lines = [*cut.preamble, *cut.shared]
     declared: set[str] = set()
     for name, op in cut.definitions.items():

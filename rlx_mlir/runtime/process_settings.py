@@ -12,7 +12,7 @@
   are lowered on two threads (:mod:`rlx_mlir.lowering.upstream`).
 
 Compiles may overlap on several threads: the value the process had before the first of
-them is restored when the last one ends.
+them is restored when the last one ends (unless the program set another one meanwhile).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 class ProcessSetting:
     """A process-wide setting (read and written by two callables) changed while any of
     overlapping blocks runs; the value before the first block is restored when the last
-    one ends.
+    one ends, unless something else set another value meanwhile (that one stays).
 
     >>> interval = ProcessSetting(sys.getswitchinterval, sys.setswitchinterval)
     >>> with interval.changed(lambda before: before / 10):
@@ -40,6 +40,7 @@ class ProcessSetting:
         self._lock = threading.Lock()
         self._depth = 0
         self._before: Any = None
+        self._set: Any = None
 
     @contextlib.contextmanager
     def changed(self, value: Callable[[Any], Any]) -> Iterator[None]:
@@ -47,14 +48,15 @@ class ProcessSetting:
         with self._lock:
             if not self._depth:
                 self._before = self._read()
-                self._write(value(self._before))
+                self._set = value(self._before)
+                self._write(self._set)
             self._depth += 1
         try:
             yield
         finally:
             with self._lock:
                 self._depth -= 1
-                if not self._depth:
+                if not self._depth and self._read() == self._set:
                     self._write(self._before)
 
 

@@ -4,6 +4,8 @@ merged, and upstream's diagnostics kept when a call made without the GIL fails."
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from test_models_grad import assert_block_grads_match, random_args, rlx_grads
@@ -97,8 +99,9 @@ def test_halves_run_with_a_short_gil_switch_interval_restored_after(two_threads,
 
 
 def test_garbage_collector_pauses_while_a_module_is_lowered(two_threads, monkeypatch):
-    """No collection runs during a compile (whole or in halves); the collector is back on
-    after it, and stays off after it if it was off before."""
+    """No collection runs while ``lower_to_llvm`` works (whole or in halves: rlx-opt and
+    direct callers too, not only ``rlx.compile``); the collector is back on after it, and
+    stays off after it if it was off before."""
     import gc
 
     from rlx_mlir.lowering import upstream
@@ -113,15 +116,33 @@ def test_garbage_collector_pauses_while_a_module_is_lowered(two_threads, monkeyp
     monkeypatch.setattr(upstream, "run_upstream", recording)
     for split in ("1", "0"):
         monkeypatch.setenv("RLX_SPLIT_COMPILE", split)
-        compile_grad(transformer_block_loss(batch=1, seq=8, d_model=16, heads=2), "block_loss")
+        module = transformer_block_loss(batch=1, seq=8, d_model=16, heads=2)
+        grad = rlx.grad_with_loss(module, "block_loss")
+        upstream.lower_to_llvm(jit.reachable_module(module, grad.sym_name.data))
         assert gc.isenabled()
     gc.disable()
     try:
-        rlx.compile(transformer_block_loss(batch=1, seq=4, d_model=8, heads=2), "block_loss")
+        upstream.lower_to_llvm(transformer_block_loss(batch=1, seq=4, d_model=8, heads=2))
         assert not gc.isenabled()
     finally:
         gc.enable()
     assert seen == [False] * 4
+
+
+def test_a_collector_turned_on_during_a_pause_stays_on():
+    """The program enabled the collector while a compile had it paused (it was off
+    before): the end of the pause leaves it on."""
+    import gc
+
+    from rlx_mlir.runtime.process_settings import collector_paused
+
+    gc.disable()
+    try:
+        with collector_paused():
+            gc.enable()
+        assert gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_overlapping_switch_interval_blocks_restore_the_first_value():
@@ -318,32 +339,40 @@ MALLOC = "  llvm.func @malloc(!llvm.ptr) -> !llvm.ptr"
 
 
 def test_each_kernel_of_two_halves_is_compiled_once():
-    from rlx_mlir.runtime.native import compile_once
+    from rlx_mlir.runtime.native import CompiledOnce, compile_once
 
     alias = "#a = #llvm.x<1>\n"
     first = alias + module_text(MALLOC, KERNEL.format(name="k0"), KERNEL.format(name="k1"),
                                 ENTRY.format(name="f0", callee="k1"))
     second = alias + module_text(MALLOC, KERNEL.format(name="h0"),
                                  ENTRY.format(name="f1", callee="h0"))
-    known: dict[str, str] = {}
+    known = CompiledOnce()
     once = compile_once(first, known)  # k1 repeats k0: its caller calls k0
     assert "llvm.func @k1" not in once and "llvm.call @k0(%arg0)" in once
     assert once.count("llvm.func @k0(") == 1
     other = compile_once(second, known)  # h0 is k0, which the first module defines
     assert "llvm.call @k0(%arg0)" in other and "@h0" not in other
     assert '  llvm.func @k0(%arg0: !llvm.ptr) attributes {sym_visibility = "private"}\n' in other
-    assert compile_once(second, {}) == second  # nothing known: unchanged
+    assert compile_once(second, CompiledOnce()) == second  # nothing known: unchanged
+    declares_h0 = alias + module_text(MALLOC, "  llvm.func @h0(!llvm.ptr)",
+                                      ENTRY.format(name="f0", callee="h0"))
+    shared = CompiledOnce()
+    compile_once(first, shared)
+    compile_once(declares_h0, shared)  # a module calls @h0: its definition stays
+    assert compile_once(second, shared) == second
 
 
 def test_kernels_reading_globals_or_other_aliases_are_not_shared():
-    from rlx_mlir.runtime.native import compile_once
+    from rlx_mlir.runtime.native import CompiledOnce, compile_once
 
     reads_global = KERNEL.replace("llvm.call @malloc(%arg0)", "llvm.call @malloc(%g)").replace(
         "    %0", "    %g = llvm.mlir.addressof @table : !llvm.ptr\n    %0")
     table = "  llvm.mlir.global internal constant @table(dense<1.0> : tensor<2xf32>) : !llvm.array<2 x f32>"
-    known: dict[str, str] = {}
+    known = CompiledOnce()
     first = "#a = #llvm.x<1>\n" + module_text(MALLOC, table, reads_global.format(name="k0"))
-    assert compile_once(first, known) == first and not known  # its @table is its own
+    assert compile_once(first, known) == first and not known.kept  # its @table is its own
+    quoted = first.replace("@table", '@"table-1"')
+    assert compile_once(quoted, known) == quoted and not known.kept
     compile_once("#a = #llvm.x<1>\n" + module_text(MALLOC, KERNEL.format(name="k0")), known)
     other = "#a = #llvm.x<2>\n" + module_text(MALLOC, KERNEL.format(name="h0"))
     assert compile_once(other, known) == other  # its #a is another loop annotation
@@ -363,7 +392,21 @@ def test_split_transformer_gradient_compiles_shared_kernels_once(two_threads, mo
     exe = compile_grad(transformer_block_loss(batch=2, seq=64, d_model=64, heads=2),
                        "block_loss")
     assert exe.engine.objects_compiled_in_lowering
-    defined = [name for part in compiled
-               for name in native._cut_top_level(part).definitions]  # noqa: SLF001
+    cuts = [native._cut_top_level(part) for part in compiled]  # noqa: SLF001
+    defined = [name for cut in cuts for name in cut.definitions]
     merged = native._cut_top_level(exe.engine.llvm_text).definitions  # noqa: SLF001
     assert len(defined) == len(set(defined)) < len(merged)
+    called = {n for part in compiled for n in re.findall(r"llvm\.call @([\w$.]+)\(", part)}
+    assert called & set(merged) <= set(defined)  # every function called is compiled once
+    halves = [{name.split("__part")[1][0] for name in cut.definitions if "__part" in name}
+              for cut in cuts]
+    assert any(re.search(rf"llvm\.call @\w+__part{1 - int(min(half))}_kernel_\d+\(", part)
+               for part, half in zip(compiled, halves, strict=True) if len(half) == 1)
+    args, _ = random_args(transformer_block_loss(batch=2, seq=64, d_model=64, heads=2),
+                          "block_loss", np.random.default_rng(3))
+    monkeypatch.setenv("RLX_SPLIT_COMPILE", "0")
+    whole = compile_grad(transformer_block_loss(batch=2, seq=64, d_model=64, heads=2),
+                         "block_loss")
+    for got, want in zip(exe(**args, d_output=np.float32(1.0)),
+                         whole(**args, d_output=np.float32(1.0)), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
