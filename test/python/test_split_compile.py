@@ -410,3 +410,22 @@ def test_split_transformer_gradient_compiles_shared_kernels_once(two_threads, mo
     for got, want in zip(exe(**args, d_output=np.float32(1.0)),
                          whole(**args, d_output=np.float32(1.0)), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_half_lowered_last_is_cut_into_more_parts(two_threads, monkeypatch):
+    """Its parts start last: finer ones keep both threads busy to the end."""
+    from rlx_mlir.lowering import upstream
+    from rlx_mlir.runtime import native
+
+    asked: list[int] = []
+    split_module_text = native.split_module_text
+
+    def recording(text: str, parts: int) -> list[str]:
+        asked.append(parts)
+        return split_module_text(text, parts)
+
+    monkeypatch.setattr(native, "split_module_text", recording)
+    exe = compile_grad(transformer_block_loss(batch=2, seq=64, d_model=64, heads=2),
+                       "block_loss")
+    assert exe.engine.objects_compiled_in_lowering
+    assert len(asked) == 2 and asked[1] == upstream.LAST_HALF_PARTS * 2 > asked[0] == 2
