@@ -213,7 +213,7 @@ def _mark_scalar_loops(loops: list[Any]) -> None:
 
 
 _PLAIN_OPS = ("arith.", "math.", "index.", "complex.", "ub.", "scf.for", "scf.yield", "scf.if",
-              "memref.load", "memref.store", "memref.subview", "memref.cast",
+              "memref.load", "memref.store", "memref.subview", "memref.cast", "memref.get_global",
               "memref.expand_shape", "memref.collapse_shape", "memref.reinterpret_cast")
 """What a loop may hold to count as writing elements apart (no calls, copies or atomics)."""
 
@@ -233,21 +233,24 @@ def _writes_apart(loop: Any) -> bool:
         return False
     step = loop.regions[0].blocks[0].arguments[0]
     stores = [op for op in inner if op.name == "memref.store"]
-    return all(_reads(step, list(op.operands)[1:], {}) for op in stores)
+    return all(_addresses_with(step, list(op.operands)[1:]) for op in stores)
 
 
-def _reads(value: Any, operands: list[Any], seen: dict[Any, bool]) -> bool:
-    """Whether ``value`` flows into any of ``operands`` (through the ops defining them)."""
+def _addresses_with(value: Any, operands: list[Any]) -> bool:
+    """Whether ``value`` flows into any of ``operands`` through the ops computing them
+    (not through a load: an address read from memory, as in a scatter ``out[idx[i]]``,
+    may repeat)."""
     from mlir import ir
 
-    for operand in operands:
+    pending, seen = list(operands), set()
+    while pending:
+        operand = pending.pop()
         if operand == value:
             return True
-        if not isinstance(operand, ir.OpResult) or operand in seen:
-            continue
-        seen[operand] = False
-        if _reads(value, list(operand.owner.operands), seen):
-            return True
+        if isinstance(operand, ir.OpResult) and operand not in seen:
+            seen.add(operand)
+            if operand.owner.operation.name != "memref.load":
+                pending.extend(operand.owner.operands)
     return False
 
 

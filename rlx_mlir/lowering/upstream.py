@@ -360,9 +360,11 @@ thread running Python gives it up, at most this long. Transformer-block gradient
 
 
 LAST_HALF_PARTS = 2
-"""The half lowered last is cut into this many times more code-generation parts: its
-parts are the last to start, and a big one left one thread idle at the end (40 of 420 ms
-on the transformer-block gradient). A part costs about 3 ms of CPU more."""
+"""The half lowered last may be cut into this many code-generation parts per core
+(:func:`~rlx_mlir.runtime.native.codegen_jobs`: still at most one per ``PART_BYTES``, and
+``RLX_CODEGEN_JOBS`` as set), the other into one: its parts are the last to start, and a
+big one left one thread idle at the end (40 of 420 ms on the transformer-block
+gradient). A part costs about 3 ms of CPU more."""
 
 
 def _result_or_none(job: Any) -> bytes | None:
@@ -395,7 +397,7 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
     half_phases: list[Phases] = [{} for _ in halves]
     parts: list[tuple[float, int, str]] = []  # a heap: the costliest part first
     known = native.CompiledOnce()  # the kernels a half compiles (the other's copies go)
-    lowered: list[int] = []  # the halves lowered so far
+    done: list[int] = []  # the halves lowered so far
     lock = threading.Lock()
 
     def costliest_part() -> bytes:
@@ -408,8 +410,9 @@ def _lower_halves(lowered: ModuleOp, stages: str | Sequence[Stage] | None,
         if objects is not None:  # on the same two threads, the costliest waiting part first
             with lock:
                 own = native.compile_once(text, known)
-                last = lowered.append(i) or len(lowered) == len(halves)
-            jobs = native.codegen_jobs(own) * (LAST_HALF_PARTS if last else 1)
+                done.append(i)
+                last = len(done) == len(halves)
+            jobs = native.codegen_jobs(own, LAST_HALF_PARTS if last else 1)
             for part in native.split_module_text(own, jobs):
                 with lock:
                     heapq.heappush(parts, (-native.codegen_cost(part), len(codegen), part))

@@ -57,14 +57,14 @@ def check_settings() -> None:
     int_setting("RLX_CODEGEN_JOBS", 0, maximum=MAX_JOBS)
 
 
-def codegen_jobs(text: str) -> int:
-    """Parallel code-generation jobs (threads) for a module of this size: one per
-    :data:`PART_BYTES`, at most the cores in use. ``RLX_CODEGEN_JOBS=N`` overrides (0 or
-    unset = by size; at most :data:`MAX_JOBS`)."""
+def codegen_jobs(text: str, per_thread: int = 1) -> int:
+    """Parallel code-generation jobs for a module of this size: one per
+    :data:`PART_BYTES`, at most ``per_thread`` per core in use. ``RLX_CODEGEN_JOBS=N``
+    overrides (0 or unset = by size; at most :data:`MAX_JOBS`)."""
     from rlx_mlir.lowering.schedules import num_threads
 
     configured = int_setting("RLX_CODEGEN_JOBS", 0, maximum=MAX_JOBS)  # 0: by size
-    return configured or max(1, min(num_threads(), len(text) // PART_BYTES))
+    return configured or max(1, min(per_thread * num_threads(), len(text) // PART_BYTES))
 
 
 GLUE_COST = 0.2

@@ -49,14 +49,15 @@ class ProcessSetting:
             if not self._depth:
                 self._before = self._read()
                 self._set = value(self._before)
-                self._write(self._set)
+                if self._set != self._before:  # (an interval written back may round)
+                    self._write(self._set)
             self._depth += 1
         try:
             yield
         finally:
             with self._lock:
                 self._depth -= 1
-                if not self._depth and self._read() == self._set:
+                if not self._depth and self._read() == self._set != self._before:
                     self._write(self._before)
 
 

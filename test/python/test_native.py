@@ -339,7 +339,8 @@ def test_glue_functions_get_machine_code_at_o0():
     assert not native._is_glue(native._cut_top_level(arithmetic).definitions["entry"])
 
 
-LOOPS = """func.func @loops(%a: memref<8x16xf32>, %out: memref<8x16xf32>, %acc: memref<8xf32>) {
+LOOPS = """func.func @loops(%a: memref<8x16xf32>, %out: memref<8x16xf32>, %acc: memref<8xf32>,
+                  %idx: memref<8xindex>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
@@ -365,6 +366,11 @@ LOOPS = """func.func @loops(%a: memref<8x16xf32>, %out: memref<8x16xf32>, %acc: 
     memref.store %c0f, %acc[%c0] : memref<8xf32>
   }
   scf.for %i = %c0 to %c8 step %c1 {
+    %j = memref.load %idx[%i] : memref<8xindex>
+    %v = memref.load %acc[%j] : memref<8xf32>
+    memref.store %v, %acc[%j] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
     memref.copy %a, %out : memref<8x16xf32> to memref<8x16xf32>
   }
   return
@@ -374,7 +380,8 @@ LOOPS = """func.func @loops(%a: memref<8x16xf32>, %out: memref<8x16xf32>, %acc: 
 def test_loops_writing_elements_apart_are_told_from_reductions():
     """A rotation of rows (each store addressed through the loop's variable, also via a
     subview) writes elements apart at both depths; a row sum's inner loop stores to one
-    element per row; a loop of one iteration counts as apart; a copy inside does not."""
+    element per row; a loop of one iteration counts as apart; a copy inside does not, nor
+    a scatter (its address is read from memory and may repeat)."""
     from mlir import ir
 
     from rlx_mlir.lowering.llvm_hints import _writes_apart
@@ -383,7 +390,51 @@ def test_loops_writing_elements_apart_are_told_from_reductions():
     text = LOOPS.replace("memref.store %c0f", "%c0f = arith.constant 0.0 : f32\n    memref.store %c0f")
     with ir.Context():
         module = ir.Module.parse(text)
-        outer_rotate, inner_rotate, outer_sum, inner_sum, one, copying = ops_named(module, "scf.for")
+        loops = ops_named(module, "scf.for")
+        outer_rotate, inner_rotate, outer_sum, inner_sum, one, scatter, copying = loops
         assert _writes_apart(outer_rotate) and _writes_apart(inner_rotate)
         assert _writes_apart(outer_sum) and not _writes_apart(inner_sum)
-        assert _writes_apart(one) and not _writes_apart(copying)
+        assert _writes_apart(one) and not _writes_apart(copying) and not _writes_apart(scatter)
+
+
+def test_a_long_address_chain_is_followed_without_recursion():
+    from mlir import ir
+
+    from rlx_mlir.lowering.llvm_hints import _writes_apart
+    from rlx_mlir.lowering.schedules import ops_named
+
+    chain = "\n".join(f"      %a{k + 1} = arith.addi %a{k}, %c0 : index" for k in range(3000))
+    text = f"""func.func @f(%out: memref<8xf32>, %x: f32) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {{
+      %a0 = arith.addi %i, %c0 : index
+{chain}
+      memref.store %x, %out[%a3000] : memref<8xf32>
+  }}
+  return
+}}"""
+    with ir.Context():
+        module = ir.Module.parse(text)  # (kept: its ops live as long as it does)
+        assert _writes_apart(ops_named(module, "scf.for")[0])
+
+
+def test_a_part_of_parallel_loops_compiles_with_its_passes():
+    """The pass list of ``rlx.parallel_loops`` parts is one LLVM 22 accepts: the part
+    compiles to object code and runs."""
+    from rlx_mlir.lowering.llvm_hints import (
+        PARALLEL_LOOPS,
+        PARALLEL_PASSES,
+        SCALAR_LOOPS,
+        llvm_passes,
+    )
+
+    text = SPLIT_TEXT.replace("module {", "module attributes {rlx.light_llvm} {", 1).replace(
+        "@big(%arg0: i64) -> i64 {",
+        f"@big(%arg0: i64) -> i64 attributes {{{PARALLEL_LOOPS}, {SCALAR_LOOPS}}} {{")
+    parts = native.split_module_text(text, 1)
+    assert [llvm_passes(p, 2) for p in parts].count(PARALLEL_PASSES) == 1
+    objects = [native.object_code(part, 2) for part in parts]
+    big = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(native.ObjectJit(objects).lookup("big"))
+    assert big(3) == 36

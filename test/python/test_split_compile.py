@@ -129,6 +129,25 @@ def test_garbage_collector_pauses_while_a_module_is_lowered(two_threads, monkeyp
     assert seen == [False] * 4
 
 
+def test_a_short_switch_interval_does_not_drift():
+    """An interval already under the halves' is never written (written back, it rounds
+    down to whole microseconds)."""
+    import sys
+
+    from rlx_mlir.runtime.process_settings import gil_switch_interval
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)
+    try:
+        start = sys.getswitchinterval()
+        for _ in range(5):
+            with gil_switch_interval(0.0005):
+                pass
+        assert sys.getswitchinterval() == start
+    finally:
+        sys.setswitchinterval(before)
+
+
 def test_a_collector_turned_on_during_a_pause_stays_on():
     """The program enabled the collector while a compile had it paused (it was off
     before): the end of the pause leaves it on."""
