@@ -71,6 +71,19 @@ def test_no_split_on_one_thread_or_when_turned_off(monkeypatch):
         assert not exe.engine.objects_compiled_in_lowering
 
 
+def recorded(monkeypatch, owner, name: str, probe) -> list:
+    """Wrap ``owner.name`` so each call first appends ``probe(*args)`` to the list returned."""
+    seen: list = []
+    original = getattr(owner, name)
+
+    def recording(*args, **kwargs):
+        seen.append(probe(*args))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recording)
+    return seen
+
+
 def test_halves_run_with_a_short_gil_switch_interval_restored_after(two_threads, monkeypatch):
     """Threads coming back from C calls wait less for the GIL during the halves; the
     process's own interval is back afterwards."""
@@ -78,14 +91,7 @@ def test_halves_run_with_a_short_gil_switch_interval_restored_after(two_threads,
 
     from rlx_mlir.lowering import upstream
 
-    seen = []
-    run_upstream = upstream.run_upstream
-
-    def recording(*args, **kwargs):
-        seen.append(sys.getswitchinterval())
-        return run_upstream(*args, **kwargs)
-
-    monkeypatch.setattr(upstream, "run_upstream", recording)
+    seen = recorded(monkeypatch, upstream, "run_upstream", lambda *_: sys.getswitchinterval())
     before = sys.getswitchinterval()
     sys.setswitchinterval(0.01)
     try:
@@ -106,14 +112,7 @@ def test_garbage_collector_pauses_while_a_module_is_lowered(two_threads, monkeyp
 
     from rlx_mlir.lowering import upstream
 
-    seen = []
-    run_upstream = upstream.run_upstream
-
-    def recording(*args, **kwargs):
-        seen.append(gc.isenabled())
-        return run_upstream(*args, **kwargs)
-
-    monkeypatch.setattr(upstream, "run_upstream", recording)
+    seen = recorded(monkeypatch, upstream, "run_upstream", lambda *_: gc.isenabled())
     for split in ("1", "0"):
         monkeypatch.setenv("RLX_SPLIT_COMPILE", split)
         module = transformer_block_loss(batch=1, seq=8, d_model=16, heads=2)
@@ -400,14 +399,7 @@ def test_kernels_reading_globals_or_other_aliases_are_not_shared():
 def test_split_transformer_gradient_compiles_shared_kernels_once(two_threads, monkeypatch):
     from rlx_mlir.runtime import native
 
-    compiled: list[str] = []
-    object_code = native.object_code
-
-    def record(part: str, level: int) -> bytes:
-        compiled.append(part)
-        return object_code(part, level)
-
-    monkeypatch.setattr(native, "object_code", record)
+    compiled = recorded(monkeypatch, native, "object_code", lambda part, *_: part)
     exe = compile_grad(transformer_block_loss(batch=2, seq=64, d_model=64, heads=2),
                        "block_loss")
     assert exe.engine.objects_compiled_in_lowering
@@ -436,14 +428,7 @@ def test_the_half_lowered_last_is_cut_into_more_parts(two_threads, monkeypatch):
     from rlx_mlir.lowering import upstream
     from rlx_mlir.runtime import native
 
-    asked: list[int] = []
-    split_module_text = native.split_module_text
-
-    def recording(text: str, parts: int) -> list[str]:
-        asked.append(parts)
-        return split_module_text(text, parts)
-
-    monkeypatch.setattr(native, "split_module_text", recording)
+    asked = recorded(monkeypatch, native, "split_module_text", lambda text, parts, *_: parts)
     exe = compile_grad(transformer_block_loss(batch=2, seq=64, d_model=64, heads=2),
                        "block_loss")
     assert exe.engine.objects_compiled_in_lowering
